@@ -1,0 +1,127 @@
+/**
+ * The process actor: owns one agent process and its ACP connection for as long as it runs.
+ * It spawns, performs the handshake, reports to the agent machine with `sendBack`, runs
+ * the stop ladder's rungs on command, and when it is stopped (released) it kills whatever
+ * is left of the process group — so no path through the machine can orphan a process.
+ */
+import { fromCallback } from 'xstate';
+import type { AgentProcessInput, ProcessCommand, ProcessEvent } from '../machines/agent-events.js';
+import { openAcpConnection, type AcpClientOptions } from '../services/acp-client.service.js';
+import { spawnAgentProcess } from '../services/agent-process.service.js';
+import type { AgentSpec } from '../services/agent-spec.js';
+import { signalGroup } from '../services/process-group.service.js';
+import type { LiveConnections } from './live-connections.js';
+
+/** How long a process whose ACP stream closed may take to exit before it is killed. */
+const streamClosedGraceMs = 1000;
+
+export interface AgentProcessDependencies {
+  /** The launch spec of an agent (kept out of machine context: env may hold secrets). */
+  getSpec(agent: string): AgentSpec;
+  connections: LiveConnections;
+  /** ACP client options for an agent's connection (capabilities, handlers). */
+  acpOptions?(agent: string): AcpClientOptions;
+  stderrLines?: number;
+}
+
+
+/** Creates the `agentProcess` actor logic that agent machines are provided with. */
+export function createAgentProcessActor(deps: AgentProcessDependencies) {
+  return fromCallback<ProcessCommand, AgentProcessInput, ProcessEvent>(({ input, sendBack, receive }) => {
+    let released = false;
+    const report = (event: ProcessEvent) => {
+      if (!released) sendBack(event);
+    };
+    const proc = spawnAgentProcess(deps.getSpec(input.agent), { stderrLines: deps.stderrLines });
+    const pid = proc.pid;
+
+    if (pid === undefined) {
+      void proc.spawnFailure.then((failure) => {
+        report({ type: 'process.failed', kind: failure?.kind ?? 'spawn_failed', detail: failure?.detail ?? 'spawn failed', stderr: [] });
+        report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
+      });
+      return () => {
+        released = true;
+      };
+    }
+
+    report({ type: 'process.spawned', pid });
+    const acp = openAcpConnection(proc.stdin, proc.stdout, deps.acpOptions?.(input.agent));
+    const { connection } = acp;
+    let closingOnPurpose = false;
+    let streamClosed = false;
+    let groupGone = false; // once reaped, the pgid may be reused: never signal it again
+
+    acp.initialize().then(
+      (initialize) => {
+        if (released || !proc.isRunning()) return;
+        deps.connections.add({ agent: input.agent, pid, connection, initialize });
+        report({ type: 'process.initialized', initialize });
+      },
+      (error: unknown) => {
+        // A closed stream is reported by the exit path below, with the exit code.
+        if (connection.signal.aborted) return;
+        report({ type: 'process.failed', kind: 'handshake_failed', detail: describe(error), stderr: proc.stderr.snapshot() });
+      },
+    );
+
+    // Stdout closing usually means the process is exiting; if it is still running after a
+    // short grace, it closed its stream but kept running — useless without one, so kill it.
+    let streamGrace: NodeJS.Timeout | undefined;
+    void connection.closed.then(() => {
+      if (closingOnPurpose || !proc.isRunning()) return;
+      streamGrace = setTimeout(() => {
+        if (closingOnPurpose || !proc.isRunning()) return;
+        streamClosed = true;
+        proc.signalGroup('SIGKILL');
+      }, streamClosedGraceMs);
+    });
+
+    void proc.exited.then(async (exit) => {
+      clearTimeout(streamGrace);
+      connection.close();
+      deps.connections.remove(input.agent, connection);
+      await proc.reapGroup();
+      groupGone = true;
+      report({
+        type: 'process.exited',
+        exitCode: exit.exitCode,
+        signal: exit.signal,
+        stderr: proc.stderr.snapshot(),
+        reason: streamClosed ? 'stream_closed' : 'exit',
+      });
+    });
+
+    receive((command) => {
+      switch (command.type) {
+        case 'closeInput':
+          closingOnPurpose = true;
+          connection.close();
+          proc.closeInput();
+          break;
+        case 'terminate':
+          proc.signalGroup('SIGTERM');
+          break;
+        case 'kill':
+          proc.signalGroup('SIGKILL');
+          break;
+      }
+    });
+
+    return () => {
+      released = true;
+      closingOnPurpose = true;
+      clearTimeout(streamGrace);
+      deps.connections.remove(input.agent, connection);
+      connection.close();
+      // Leader or not, nothing of this group may outlive its actor.
+      if (!groupGone) signalGroup(pid, 'SIGKILL');
+    };
+  });
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (error && typeof error === 'object' && 'message' in error) return String((error as { message: unknown }).message);
+  return String(error);
+}

@@ -1,0 +1,31 @@
+/**
+ * The live ACP connections of connected agents, keyed by agent name. Machine context holds
+ * only JSON, so the objects a caller needs for direct ACP calls live here, owned by the
+ * process actor that opened them: it adds its entry on `initialize` and removes it when it
+ * is released.
+ */
+import type { ClientConnection, InitializeResponse } from '../services/acp-client.service.js';
+
+export interface LiveConnection {
+  agent: string;
+  pid: number;
+  connection: ClientConnection;
+  initialize: InitializeResponse;
+}
+
+export class LiveConnections {
+  private readonly byAgent = new Map<string, LiveConnection>();
+
+  get(agent: string): LiveConnection | undefined {
+    return this.byAgent.get(agent);
+  }
+
+  add(live: LiveConnection): void {
+    this.byAgent.set(live.agent, live);
+  }
+
+  /** Removes the entry only if it is still this connection (a newer one may have replaced it). */
+  remove(agent: string, connection: ClientConnection): void {
+    if (this.byAgent.get(agent)?.connection === connection) this.byAgent.delete(agent);
+  }
+}

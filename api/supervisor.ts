@@ -1,0 +1,360 @@
+/**
+ * The public face of the supervisor actor: promises and listeners over XState events.
+ * It owns no lifecycle logic of its own — that lives in machines/ — only the glue:
+ * providing the real process actor, waiting for outcomes, and turning refusals and
+ * failures into `AgentError`s.
+ */
+import { randomUUID } from 'node:crypto';
+import { createActor, type Actor, type ActorRefFrom } from 'xstate';
+import { createAgentProcessActor } from '../actors/agent-process.actor.js';
+import { LiveConnections, type LiveConnection } from '../actors/live-connections.js';
+import type { AgentStatus } from '../machines/agent-events.js';
+import { agentMachine } from '../machines/agent.machine.js';
+import { supervisorMachine, type SupervisorEmitted } from '../machines/supervisor.machine.js';
+import type { ClientConnection, InitializeResponse } from '../services/acp-client.service.js';
+import { validateAgentSpec, type AgentSpec } from '../services/agent-spec.js';
+import { AgentError, type AgentErrorKind, type AgentFailure } from '../services/errors.js';
+import { createConsoleInspector } from './console-inspector.js';
+import { resolveOptions, type SupervisorOptions } from './options.js';
+
+/** A connected agent, as `ensureAgent` resolves it. */
+export interface AgentHandle {
+  name: string;
+  displayName: string;
+  pid: number;
+  /** The agent's whole `initialize` answer. */
+  initialize: InitializeResponse;
+  protocolVersion: InitializeResponse['protocolVersion'];
+  agentCapabilities: NonNullable<InitializeResponse['agentCapabilities']>;
+  authMethods: NonNullable<InitializeResponse['authMethods']>;
+  agentInfo: InitializeResponse['agentInfo'];
+  /** The SDK connection, for direct ACP calls: `handle.connection.agent.request(...)`. */
+  connection: ClientConnection;
+}
+
+/** One row of `list()`. */
+export interface AgentSummary {
+  name: string;
+  displayName: string;
+  status: AgentStatus;
+  pid: number | null;
+  attempt: number;
+  lastError: AgentFailure | null;
+}
+
+export interface AgentStatusEvent {
+  agent: string;
+  status: AgentStatus;
+  previous: AgentStatus;
+}
+
+export interface AgentErrorEvent {
+  agent: string;
+  kind: AgentErrorKind;
+  message: string;
+  detail?: string;
+  stderr: string[];
+}
+
+export interface SupervisorEventMap {
+  'agent:status': AgentStatusEvent;
+  error: AgentErrorEvent;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+type AgentActorRef = ActorRefFrom<typeof agentMachine>;
+type AgentSnapshot = ReturnType<AgentActorRef['getSnapshot']>;
+
+/**
+ * Supervises agent processes. Create it with {@link createSupervisor}.
+ *
+ * @example
+ * const supervisor = createSupervisor({ agents: { echo: presets.echo() } });
+ * const agent = await supervisor.ensureAgent('echo');
+ * console.log(agent.agentInfo);
+ * await supervisor.shutdown();
+ */
+export class Supervisor {
+  /** The XState supervisor actor: subscribe, inspect, or read its snapshot. */
+  readonly actor: Actor<typeof supervisorMachine>;
+  private readonly specs = new Map<string, AgentSpec>();
+  private readonly connections = new LiveConnections();
+  private readonly handles = new WeakMap<LiveConnection, AgentHandle>();
+  private shutdownPromise: Promise<void> | undefined;
+
+  constructor(options: SupervisorOptions = {}) {
+    const resolved = resolveOptions(options);
+    const agentProcess = createAgentProcessActor({
+      getSpec: (agent) => this.spec(agent),
+      connections: this.connections,
+      stderrLines: resolved.stderrLines,
+    });
+    const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess } }) } });
+    const inspect = options.inspect === 'console' ? createConsoleInspector() : options.inspect;
+    this.actor = createActor(machine, {
+      input: { maxAgents: resolved.maxAgents, timings: resolved.timings },
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(inspect ? { inspect } : {}),
+    });
+    this.actor.start();
+    for (const [name, spec] of Object.entries(options.agents ?? {})) this.register(name, spec);
+  }
+
+  /** Adds an agent at runtime. Throws `invalid_options` for a bad spec or a taken name. */
+  register(name: string, spec: AgentSpec): void {
+    const valid = validateAgentSpec(name, spec);
+    if (this.isShutDown()) throw new AgentError('shutting_down', `Cannot register "${name}": the supervisor is shutting down`, { agent: name });
+    if (this.specs.has(name)) throw new AgentError('invalid_options', `An agent named "${name}" is already registered`, { agent: name });
+    this.specs.set(name, { ...valid, args: [...(valid.args ?? [])], env: { ...valid.env } });
+    this.actor.send({
+      type: 'agent.register',
+      agent: name,
+      displayName: valid.displayName ?? name,
+      jitterSeed: Math.floor(Math.random() * 2 ** 32),
+    });
+  }
+
+  /** Every registered agent with its status, pid, attempt counter and last error. */
+  list(): AgentSummary[] {
+    return [...this.specs.keys()].map((name) => this.summary(name));
+  }
+
+  /** The agent's current status. Throws `unknown_agent` for an unregistered name. */
+  getStatus(name: string): AgentStatus {
+    return this.summary(name).status;
+  }
+
+  /**
+   * Resolves with the connected agent, starting it if needed. Concurrent calls share one
+   * start; a connected agent resolves at once with the same handle. Abort stops waiting,
+   * not the start (other callers may share it).
+   */
+  async ensureAgent(name: string, options: CallOptions = {}): Promise<AgentHandle> {
+    this.requireAgent(name);
+    if (this.getStatus(name) === 'stopping') await this.waitForAgent(name, (snapshot) => snapshot.matches('idle'), options.signal);
+    return this.command(name, 'agent.ensure', options.signal);
+  }
+
+  /**
+   * Reconnects a disconnected agent now: resets its attempt counter and spawns (a pending
+   * backoff timer is cancelled). A connected or starting agent resolves with its current
+   * connection; an idle one is started as by `ensureAgent`.
+   */
+  async reconnect(name: string, options: CallOptions = {}): Promise<AgentHandle> {
+    const status = this.getStatus(name);
+    if (status === 'idle' || status === 'stopping') return this.ensureAgent(name, options);
+    return this.command(name, 'agent.reconnect', options.signal);
+  }
+
+  /** Stops one agent through the stop ladder; resolves when its process group is gone. */
+  async stop(name: string, options: CallOptions = {}): Promise<void> {
+    this.requireAgent(name);
+    if (this.isShutDown()) return this.shutdown(options);
+    this.actor.send({ type: 'agent.stop', agent: name });
+    await this.waitForAgent(name, (snapshot) => snapshot.matches('idle'), options.signal);
+  }
+
+  /**
+   * Stops every agent in parallel; resolves when every process has exited. Afterwards every
+   * start is refused with kind `shutting_down`. Idempotent.
+   */
+  shutdown(options: CallOptions = {}): Promise<void> {
+    this.shutdownPromise ??= new Promise<void>((resolve) => {
+      const subscription = this.actor.subscribe({
+        complete: () => {
+          subscription.unsubscribe();
+          resolve();
+        },
+      });
+      this.actor.send({ type: 'shutdown' });
+    });
+    return abortable(this.shutdownPromise, options.signal, 'shutdown');
+  }
+
+  /**
+   * Listens to `agent:status` or `error` events; returns the function that unsubscribes.
+   *
+   * @example
+   * const off = supervisor.on('agent:status', ({ agent, status, previous }) => console.log(agent, previous, '→', status));
+   */
+  on<K extends keyof SupervisorEventMap>(type: K, listener: (event: SupervisorEventMap[K]) => void): () => void {
+    const safe = (event: SupervisorEventMap[K]) => {
+      try {
+        listener(event);
+      } catch (error) {
+        process.emitWarning(`agentvisor: a ${type} listener threw: ${String(error)}`);
+      }
+    };
+    if (type === 'agent:status') {
+      const subscription = this.actor.on('agent:status', ({ agent, status, previous }) => safe({ agent, status, previous } as SupervisorEventMap[K]));
+      return () => subscription.unsubscribe();
+    }
+    const subscription = this.actor.on('error', ({ agent, failure }) =>
+      safe({ agent, kind: failure.kind, message: failure.message, detail: failure.detail, stderr: failure.stderr } as SupervisorEventMap[K]),
+    );
+    return () => subscription.unsubscribe();
+  }
+
+  private spec(name: string): AgentSpec {
+    const spec = this.specs.get(name);
+    if (!spec) throw new AgentError('unknown_agent', `No agent named "${name}" is registered`, { agent: name });
+    return spec;
+  }
+
+  private requireAgent(name: string): void {
+    this.spec(name);
+  }
+
+  private isShutDown(): boolean {
+    return this.shutdownPromise !== undefined || this.actor.getSnapshot().status !== 'active';
+  }
+
+  private agentActor(name: string): AgentActorRef | undefined {
+    return this.actor.getSnapshot().children[name] as AgentActorRef | undefined;
+  }
+
+  private summary(name: string): AgentSummary {
+    const spec = this.spec(name);
+    const known = this.actor.getSnapshot().context.agents[name];
+    const snapshot = this.agentActor(name)?.getSnapshot();
+    const context = snapshot?.context;
+    return {
+      name,
+      displayName: spec.displayName ?? name,
+      status: (snapshot ? topLevelState(snapshot) : known?.status) ?? 'idle',
+      pid: context?.pid ?? null,
+      attempt: context?.attempt ?? 0,
+      lastError: context?.lastError ?? null,
+    };
+  }
+
+  /** Sends a start command and settles with its outcome: connected, failed, refused or stopped. */
+  private command(name: string, type: 'agent.ensure' | 'agent.reconnect', signal: AbortSignal | undefined): Promise<AgentHandle> {
+    if (this.isShutDown()) {
+      return Promise.reject(new AgentError('shutting_down', `Cannot start "${name}": the supervisor is shutting down`, { agent: name }));
+    }
+    const requestId = randomUUID();
+    return new Promise<AgentHandle>((resolve, reject) => {
+      const cleanups: Array<() => void> = [];
+      const settle = (outcome: () => void) => {
+        for (const cleanup of cleanups.splice(0)) cleanup();
+        outcome();
+      };
+      const refused = this.actor.on('command.refused', (event: Extract<SupervisorEmitted, { type: 'command.refused' }>) => {
+        if (event.requestId === requestId) settle(() => reject(new AgentError(event.kind, event.message, { agent: name })));
+      });
+      cleanups.push(() => refused.unsubscribe());
+      const accepted = this.actor.on('command.accepted', (event: Extract<SupervisorEmitted, { type: 'command.accepted' }>) => {
+        if (event.requestId !== requestId) return;
+        accepted.unsubscribe();
+        const child = this.agentActor(name);
+        if (!child) return settle(() => reject(new AgentError('stopped', `Agent "${name}" is gone`, { agent: name })));
+        const check = (snapshot: AgentSnapshot) => {
+          if (snapshot.matches('connected')) settle(() => resolve(this.handle(name)));
+          else if (snapshot.matches('disconnected')) settle(() => reject(this.failureOf(name, snapshot)));
+          else if (snapshot.matches('idle') || snapshot.status !== 'active') {
+            settle(() => reject(new AgentError('stopped', `Agent "${name}" was stopped before it connected`, { agent: name })));
+          }
+        };
+        const subscription = child.subscribe(check);
+        cleanups.push(() => subscription.unsubscribe());
+        check(child.getSnapshot());
+      });
+      cleanups.push(() => accepted.unsubscribe());
+      if (signal) {
+        if (signal.aborted) return settle(() => reject(abortError(name, signal)));
+        const onAbort = () => settle(() => reject(abortError(name, signal)));
+        signal.addEventListener('abort', onAbort, { once: true });
+        cleanups.push(() => signal.removeEventListener('abort', onAbort));
+      }
+      this.actor.send({ type, agent: name, requestId });
+      if (this.actor.getSnapshot().status !== 'active' && cleanups.length > 0) {
+        settle(() => reject(new AgentError('shutting_down', `Cannot start "${name}": the supervisor is shutting down`, { agent: name })));
+      }
+    });
+  }
+
+  /** Resolves when the agent's snapshot satisfies `done` (or the agent actor is gone). */
+  private waitForAgent(name: string, done: (snapshot: AgentSnapshot) => boolean, signal: AbortSignal | undefined): Promise<void> {
+    const child = this.agentActor(name);
+    if (!child || done(child.getSnapshot())) return Promise.resolve();
+    const reached = new Promise<void>((resolve) => {
+      const subscription = child.subscribe({
+        next: (snapshot) => {
+          if (!done(snapshot)) return;
+          subscription.unsubscribe();
+          resolve();
+        },
+        complete: () => resolve(),
+        error: () => resolve(),
+      });
+    });
+    return abortable(reached, signal, name);
+  }
+
+  private handle(name: string): AgentHandle {
+    const live = this.connections.get(name);
+    if (!live) throw new AgentError('agent_exited', `Agent "${name}" has no live connection`, { agent: name });
+    let handle = this.handles.get(live);
+    if (!handle) {
+      const { initialize } = live;
+      handle = {
+        name,
+        displayName: this.spec(name).displayName ?? name,
+        pid: live.pid,
+        initialize,
+        protocolVersion: initialize.protocolVersion,
+        agentCapabilities: initialize.agentCapabilities ?? {},
+        authMethods: initialize.authMethods ?? [],
+        agentInfo: initialize.agentInfo,
+        connection: live.connection,
+      };
+      this.handles.set(live, handle);
+    }
+    return handle;
+  }
+
+  private failureOf(name: string, snapshot: AgentSnapshot): AgentError {
+    const failure = snapshot.context.lastError;
+    return failure
+      ? AgentError.fromFailure(name, failure)
+      : new AgentError('agent_exited', `Agent "${name}" disconnected`, { agent: name });
+  }
+}
+
+/** Creates and starts a supervisor. See DESIGN.md and README.md for the options. */
+export function createSupervisor(options: SupervisorOptions = {}): Supervisor {
+  return new Supervisor(options);
+}
+
+function topLevelState(snapshot: AgentSnapshot): AgentStatus {
+  const value = snapshot.value;
+  return (typeof value === 'string' ? value : Object.keys(value)[0]) as AgentStatus;
+}
+
+function abortError(name: string, signal: AbortSignal): AgentError {
+  return new AgentError('aborted', `Waiting for "${name}" was aborted`, { agent: name, cause: signal.reason });
+}
+
+/** Rejects with kind `aborted` when `signal` fires first; the underlying work goes on. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined, what: string): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortError(what, signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortError(what, signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * Agent specs for well-known ACP agents. Each preset takes overrides, merged over it.
+ *
+ * @example
+ * createSupervisor({ agents: { codex: presets.codex({ env: { RUST_LOG: 'warn' } }) } });
+ */
+import { accessSync, constants, existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AgentSpec } from './agent-spec.js';
+
+/** True when `command` is an executable file in one of PATH's directories. */
+export function isOnPath(command: string, path = process.env.PATH ?? ''): boolean {
+  return path.split(delimiter).some((dir) => {
+    if (!dir) return false;
+    try {
+      accessSync(join(dir, command), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+function withOverrides(base: AgentSpec, overrides: Partial<AgentSpec>): AgentSpec {
+  return { ...base, ...overrides, env: { ...base.env, ...overrides.env } };
+}
+
+/**
+ * Claude Code through its ACP adapter: `claude-agent-acp`, or the older `claude-code-acp`
+ * when only that one is on PATH. With neither installed it names the current adapter, so
+ * the start fails with kind `not_installed`.
+ */
+function claudeCode(overrides: Partial<AgentSpec> = {}): AgentSpec {
+  const command = !isOnPath('claude-agent-acp') && isOnPath('claude-code-acp') ? 'claude-code-acp' : 'claude-agent-acp';
+  return withOverrides({ command, args: [], displayName: 'Claude Code' }, overrides);
+}
+
+/** OpenAI Codex through its ACP adapter, `codex-acp`. */
+function codex(overrides: Partial<AgentSpec> = {}): AgentSpec {
+  return withOverrides({ command: 'codex-acp', args: [], displayName: 'Codex' }, overrides);
+}
+
+/** Gemini CLI in ACP mode, `gemini --acp`. */
+function gemini(overrides: Partial<AgentSpec> = {}): AgentSpec {
+  return withOverrides({ command: 'gemini', args: ['--acp'], displayName: 'Gemini CLI' }, overrides);
+}
+
+/** The bundled echo agent (examples/echo-agent.ts, built into dist/): no credentials needed. */
+function echo(overrides: Partial<AgentSpec> = {}): AgentSpec {
+  return withOverrides({ command: process.execPath, args: [echoAgentScript()], displayName: 'Echo' }, overrides);
+}
+
+/** Path of the compiled echo agent, whether this module runs from dist/ or from source. */
+export function echoAgentScript(): string {
+  const candidates = ['../examples/echo-agent.js', '../dist/examples/echo-agent.js'].map((relative) => fileURLToPath(new URL(relative, import.meta.url)));
+  return candidates.find((candidate) => existsSync(candidate)) ?? candidates[candidates.length - 1]!;
+}
+
+export const presets = { claudeCode, codex, gemini, echo } as const;

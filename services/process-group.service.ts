@@ -1,0 +1,62 @@
+/**
+ * Signals and liveness of whole process groups. Agents are spawned as group leaders
+ * (detached), so an agent and every tool it started share one group id = the agent's pid,
+ * and one negative-pid kill reaches them all.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Sends `signal` to every process of group `pgid`. False when the group is already gone. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw error;
+  }
+}
+
+/**
+ * True while a process of group `pgid` is still running. Zombies do not count: once its
+ * leader is gone nobody may reap a killed grandchild quickly, yet it runs no code.
+ */
+export function groupIsAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+  return process.platform === 'linux' ? groupHasRunningMemberOnLinux(pgid) : true;
+}
+
+function groupHasRunningMemberOnLinux(pgid: number): boolean {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // Fields after the parenthesised command: state ppid pgrp ...
+    const afterCommand = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(afterCommand[2]) === pgid && afterCommand[0] !== 'Z' && afterCommand[0] !== 'X') return true;
+  }
+  return false;
+}
+
+/** Resolves once no process of group `pgid` runs, polling every `intervalMs`; false on timeout. */
+export async function waitForGroupExit(pgid: number, timeoutMs: number, intervalMs = 10): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (groupIsAlive(pgid)) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  return true;
+}

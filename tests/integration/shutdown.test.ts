@@ -1,0 +1,135 @@
+/**
+ * The stop ladder and shutdown on real processes: graceful exits, agents that ignore
+ * SIGTERM, grandchildren in the process group, and a supervisor that leaves nothing
+ * behind (the host process exits by itself).
+ */
+import { execa } from 'execa';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
+import { createSupervisor, type Supervisor } from '../../index.js';
+import { eventually, fixtureAgentScript, fixtureSpec, isRunning, recordEvents, scratch, waitForStatus } from '../support/real-agents.js';
+
+let files: ReturnType<typeof scratch>;
+let supervisor: Supervisor | undefined;
+
+beforeEach(() => {
+  files = scratch();
+});
+
+afterEach(async () => {
+  await supervisor?.shutdown();
+  supervisor = undefined;
+  files.cleanup();
+});
+
+describe('stop()', () => {
+  it('closes stdin; a well-behaved agent exits at the first rung', async () => {
+    const clock = new SimulatedClock(); // never advanced: no SIGTERM may be needed
+    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
+    const events = recordEvents(supervisor);
+    const agent = await supervisor.ensureAgent('fixture');
+    await supervisor.stop('fixture');
+    expect(isRunning(agent.pid)).toBe(false);
+    expect(supervisor.list()[0]).toMatchObject({ status: 'idle', pid: null });
+    expect(events.statuses.slice(-2)).toEqual(['fixture:connected→stopping', 'fixture:stopping→idle']);
+    const again = await supervisor.ensureAgent('fixture');
+    expect(again.pid).not.toBe(agent.pid);
+  });
+
+  it('SIGTERMs an agent that ignores its closed stdin, after shutdownTimeout', async () => {
+    const clock = new SimulatedClock();
+    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--linger']) } });
+    const agent = await supervisor.ensureAgent('fixture');
+    const stopped = supervisor.stop('fixture');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(isRunning(agent.pid)).toBe(true);
+    clock.increment(5_000);
+    await stopped;
+    expect(isRunning(agent.pid)).toBe(false);
+    expect(supervisor.getStatus('fixture')).toBe('idle');
+  });
+
+  it('a stop during the handshake runs the ladder and settles the waiting caller', async () => {
+    const clock = new SimulatedClock();
+    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--never-initialize', '--pid-file', files.path('pids.txt')]) } });
+    const pending = supervisor.ensureAgent('fixture').catch((error: unknown) => error);
+    await eventually(() => files.pidLines().length === 1, 'the agent to start');
+    await supervisor.stop('fixture');
+    expect(await pending).toMatchObject({ kind: 'stopped' });
+    expect(isRunning(files.pidLines()[0]![0]!)).toBe(false);
+  });
+});
+
+describe('shutdown()', () => {
+  it('SIGKILLs, after the whole ladder, an agent and grandchild that ignore SIGTERM', async () => {
+    const clock = new SimulatedClock();
+    supervisor = createSupervisor({
+      clock,
+      agents: { stubborn: fixtureSpec(['--ignore-sigterm', '--spawn-grandchild', '--pid-file', files.path('pids.txt')]) },
+    });
+    await supervisor.ensureAgent('stubborn');
+    const [agentPid, grandchildPid] = files.pidLines()[0]!;
+    let finished = false;
+    const done = supervisor.shutdown().then(() => (finished = true));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    clock.increment(5_000); // SIGTERM: ignored
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(finished).toBe(false);
+    expect(isRunning(agentPid!)).toBe(true);
+    expect(isRunning(grandchildPid!)).toBe(true);
+    clock.increment(2_000); // SIGKILL to the group
+    await done;
+    expect(isRunning(agentPid!)).toBe(false);
+    expect(isRunning(grandchildPid!)).toBe(false);
+    expect(supervisor.actor.getSnapshot().status).toBe('done');
+  });
+
+  it('leaves no process of the group behind when the agent exits but its grandchild would not', async () => {
+    supervisor = createSupervisor({ agents: { parent: fixtureSpec(['--spawn-grandchild', '--pid-file', files.path('pids.txt')]) } });
+    await supervisor.ensureAgent('parent');
+    const [agentPid, grandchildPid] = files.pidLines()[0]!;
+    await supervisor.shutdown();
+    expect(isRunning(agentPid!)).toBe(false);
+    expect(isRunning(grandchildPid!)).toBe(false);
+  });
+
+  it('a crashed agent takes its grandchildren with it', async () => {
+    const clock = new SimulatedClock();
+    supervisor = createSupervisor({ clock, agents: { parent: fixtureSpec(['--spawn-grandchild', '--pid-file', files.path('pids.txt')]) } });
+    await supervisor.ensureAgent('parent');
+    const [agentPid, grandchildPid] = files.pidLines()[0]!;
+    process.kill(agentPid!, 'SIGKILL');
+    await waitForStatus(supervisor, 'parent', 'reconnecting');
+    expect(isRunning(grandchildPid!)).toBe(false);
+  });
+
+  it('stops every agent in parallel, cancels pending backoffs, and refuses starts afterwards', async () => {
+    const clock = new SimulatedClock();
+    supervisor = createSupervisor({
+      clock,
+      agents: { a: fixtureSpec(['--pid-file', files.path('pids.txt')]), b: fixtureSpec(['--pid-file', files.path('pids.txt')]), c: fixtureSpec(['--pid-file', files.path('pids.txt')]) },
+    });
+    const [a, b] = await Promise.all([supervisor.ensureAgent('a'), supervisor.ensureAgent('b')]);
+    process.kill(b.pid, 'SIGKILL');
+    await waitForStatus(supervisor, 'b', 'reconnecting');
+    await supervisor.shutdown();
+    expect(isRunning(a.pid)).toBe(false);
+    clock.increment(600_000); // the cancelled backoff must not spawn anything
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(files.pidLines()).toHaveLength(2);
+    expect(supervisor.list().map((agent) => agent.status)).toEqual(['idle', 'idle', 'idle']);
+    await expect(supervisor.ensureAgent('c')).rejects.toMatchObject({ kind: 'shutting_down' });
+    await expect(supervisor.reconnect('a')).rejects.toMatchObject({ kind: 'shutting_down' });
+    expect(() => supervisor!.register('d', fixtureSpec())).toThrow(expect.objectContaining({ kind: 'shutting_down' }));
+    await supervisor.shutdown(); // idempotent
+  });
+
+  it('leaves no timer, listener or stream behind: the host process exits on its own', async () => {
+    const script = fileURLToPath(new URL('../fixtures/clean-exit.mjs', import.meta.url));
+    const result = await execa(process.execPath, [script, fixtureAgentScript], { timeout: 15_000, reject: false });
+    expect(result.timedOut).toBe(false);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain('shutdown complete');
+  });
+});

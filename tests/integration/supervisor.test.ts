@@ -1,0 +1,123 @@
+/** Supervisor-level rules on real processes: concurrency, maxAgents, typed refusals. */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentError, createSupervisor, presets, type Supervisor } from '../../index.js';
+import { fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
+
+let files: ReturnType<typeof scratch>;
+let supervisor: Supervisor | undefined;
+
+beforeEach(() => {
+  files = scratch();
+});
+
+afterEach(async () => {
+  await supervisor?.shutdown();
+  supervisor = undefined;
+  files.cleanup();
+});
+
+describe('concurrency', () => {
+  it('concurrent ensureAgent calls spawn exactly one process and share its handle', async () => {
+    supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--pid-file', files.path('pids.txt')]) } });
+    const handles = await Promise.all(Array.from({ length: 8 }, () => supervisor!.ensureAgent('fixture')));
+    expect(new Set(handles).size).toBe(1);
+    expect(files.pidLines()).toHaveLength(1);
+    expect(await supervisor.ensureAgent('fixture')).toBe(handles[0]);
+  });
+
+  it('concurrent callers of a failing start all get the same typed error', async () => {
+    supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--fail-initialize', '--pid-file', files.path('pids.txt')]) } });
+    const outcomes = await Promise.allSettled([supervisor.ensureAgent('fixture'), supervisor.ensureAgent('fixture')]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason).toMatchObject({ kind: 'handshake_failed' });
+    expect(files.pidLines()).toHaveLength(1);
+  });
+
+  it('an aborted wait rejects with kind aborted while the start goes on', async () => {
+    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const controller = new AbortController();
+    const waiting = supervisor.ensureAgent('fixture', { signal: controller.signal });
+    controller.abort();
+    await expect(waiting).rejects.toMatchObject({ kind: 'aborted' });
+    const agent = await supervisor.ensureAgent('fixture');
+    expect(isRunning(agent.pid)).toBe(true);
+    await expect(supervisor.ensureAgent('fixture', { signal: AbortSignal.abort() })).rejects.toMatchObject({ kind: 'aborted' });
+  });
+});
+
+describe('maxAgents', () => {
+  it('refuses one more live agent with limit_reached, and admits it once another stops', async () => {
+    supervisor = createSupervisor({ maxAgents: 2, agents: { a: fixtureSpec(), b: fixtureSpec(), c: fixtureSpec() } });
+    await Promise.all([supervisor.ensureAgent('a'), supervisor.ensureAgent('b')]);
+    const refused = await supervisor.ensureAgent('c').catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AgentError);
+    expect(refused).toMatchObject({ kind: 'limit_reached', agent: 'c' });
+    expect(supervisor.getStatus('c')).toBe('idle');
+    await supervisor.ensureAgent('a'); // an agent already live is not refused
+    await supervisor.stop('a');
+    const c = await supervisor.ensureAgent('c');
+    expect(isRunning(c.pid)).toBe(true);
+  });
+});
+
+describe('typed errors', () => {
+  it('unknown agent names', async () => {
+    supervisor = createSupervisor();
+    await expect(supervisor.ensureAgent('nobody')).rejects.toMatchObject({ kind: 'unknown_agent', agent: 'nobody' });
+    await expect(supervisor.stop('nobody')).rejects.toMatchObject({ kind: 'unknown_agent' });
+    expect(() => supervisor!.getStatus('nobody')).toThrow(expect.objectContaining({ kind: 'unknown_agent' }));
+  });
+
+  it('malformed options and specs', () => {
+    expect(() => createSupervisor({ maxAgents: 0 })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    expect(() => createSupervisor({ restart: { jitter: 2 } })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    expect(() => createSupervisor({ handshakeTimeoutMs: -1 })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    supervisor = createSupervisor();
+    expect(() => supervisor!.register('bad', { command: '' })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    expect(() => supervisor!.register('bad', { command: 'x', args: 'no' as unknown as string[] })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    supervisor.register('ok', fixtureSpec());
+    expect(() => supervisor!.register('ok', fixtureSpec())).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+  });
+
+  it('agents registered at runtime are supervised like the others', async () => {
+    supervisor = createSupervisor();
+    supervisor.register('late', fixtureSpec());
+    expect(supervisor.list()).toMatchObject([{ name: 'late', status: 'idle', pid: null, attempt: 0, lastError: null }]);
+    const late = await supervisor.ensureAgent('late');
+    expect(supervisor.list()[0]).toMatchObject({ status: 'connected', pid: late.pid });
+  });
+});
+
+describe('presets', () => {
+  it('the echo preset runs the bundled echo agent', async () => {
+    supervisor = createSupervisor({ agents: { echo: presets.echo() } });
+    const echo = await supervisor.ensureAgent('echo');
+    expect(echo.agentInfo).toMatchObject({ name: 'echo-agent' });
+  });
+
+  it('claudeCode prefers claude-agent-acp and falls back to claude-code-acp; overrides merge', async () => {
+    const { mkdirSync, writeFileSync, chmodSync } = await import('node:fs');
+    const bin = files.path('bin');
+    mkdirSync(bin);
+    const originalPath = process.env.PATH;
+    try {
+      process.env.PATH = bin;
+      expect(presets.claudeCode().command).toBe('claude-agent-acp');
+      writeFileSync(`${bin}/claude-code-acp`, '#!/bin/sh\n');
+      chmodSync(`${bin}/claude-code-acp`, 0o755);
+      expect(presets.claudeCode().command).toBe('claude-code-acp');
+      writeFileSync(`${bin}/claude-agent-acp`, '#!/bin/sh\n');
+      chmodSync(`${bin}/claude-agent-acp`, 0o755);
+      expect(presets.claudeCode().command).toBe('claude-agent-acp');
+    } finally {
+      process.env.PATH = originalPath;
+    }
+    expect(presets.codex({ env: { A: '1' } })).toEqual({ command: 'codex-acp', args: [], displayName: 'Codex', env: { A: '1' } });
+    expect(presets.gemini({ displayName: 'Gemini' })).toMatchObject({ command: 'gemini', args: ['--acp'], displayName: 'Gemini' });
+  });
+
+  it('a missing preset agent fails with not_installed and its display name', async () => {
+    supervisor = createSupervisor({ agents: { codex: presets.codex({ command: 'codex-acp-not-installed-here' }) } });
+    await expect(supervisor.ensureAgent('codex')).rejects.toMatchObject({ kind: 'not_installed', message: "Could not start Codex. Check that it's installed." });
+  });
+});

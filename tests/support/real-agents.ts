@@ -1,0 +1,80 @@
+/**
+ * Helpers for integration tests on real processes: specs for the compiled fixture agent,
+ * liveness checks that do not mistake zombies for live processes, and waits with a
+ * real-time safety net (a hung test fails with a message instead of timing out blindly).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AgentSpec, AgentStatus, Supervisor } from '../../index.js';
+
+export const fixtureAgentScript = fileURLToPath(new URL('../../dist/tests/fixtures/fixture-agent.js', import.meta.url));
+
+if (!existsSync(fixtureAgentScript)) {
+  throw new Error(`${fixtureAgentScript} is missing: run npm run build (npm test does it first)`);
+}
+
+/** A spec that runs the fixture agent with `flags`. */
+export function fixtureSpec(flags: string[] = [], extra: Partial<AgentSpec> = {}): AgentSpec {
+  return { command: process.execPath, args: [fixtureAgentScript, ...flags], displayName: 'Fixture', ...extra };
+}
+
+/** A scratch directory for pid and control files, removed by `cleanup()`. */
+export function scratch() {
+  const dir = mkdtempSync(join(tmpdir(), 'agentvisor-test-'));
+  return {
+    dir,
+    path: (name: string) => join(dir, name),
+    /** Writes the fixture control file read by the *next* spawn. */
+    control(settings: Record<string, unknown>, name = 'control.json') {
+      writeFileSync(join(dir, name), JSON.stringify(settings));
+      return join(dir, name);
+    },
+    /** Lines of a pid file: one per start, `agentPid [grandchildPid]`. */
+    pidLines(name = 'pids.txt'): number[][] {
+      if (!existsSync(join(dir, name))) return [];
+      return readFileSync(join(dir, name), 'utf8').trim().split('\n').filter(Boolean).map((line) => line.split(' ').map(Number));
+    },
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** True while `pid` runs; a zombie counts as dead. */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once `predicate` holds, polling; rejects with `what` after `ms` of real time. */
+export async function eventually(predicate: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Resolves when `agent` reaches `status` (now or later). */
+export function waitForStatus(supervisor: Supervisor, agent: string, status: AgentStatus, ms = 10_000): Promise<void> {
+  return eventually(() => supervisor.getStatus(agent) === status, `${agent} to be ${status} (is ${supervisor.getStatus(agent)})`, ms);
+}
+
+/** Records every status and error event of a supervisor, in order. */
+export function recordEvents(supervisor: Supervisor) {
+  const statuses: string[] = [];
+  const errors: Array<{ agent: string; kind: string; message: string; stderr: string[] }> = [];
+  const offStatus = supervisor.on('agent:status', ({ agent, status, previous }) => statuses.push(`${agent}:${previous}→${status}`));
+  const offError = supervisor.on('error', (event) => errors.push(event));
+  return { statuses, errors, off: () => (offStatus(), offError()) };
+}
