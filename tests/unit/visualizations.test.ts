@@ -1,0 +1,137 @@
+import { existsSync } from 'node:fs';
+import { describe, it, expect } from 'vitest';
+import { createMachine, fromPromise, type AnyStateMachine } from 'xstate';
+import { exampleMachine } from '../../scripts/visualize/example.machine.js';
+import { findAnonymousIds, toDot, toMermaid, toStatelyJson, toSvg } from '../../scripts/visualize/render.js';
+import { DEFAULT_OUT_DIR, compareFiles, generateFiles, staleFiles } from '../../scripts/viz.js';
+
+describe('render: example machine', () => {
+  const mermaid = toMermaid(exampleMachine);
+
+  it('draws nested and parallel states in Mermaid with unique ids', () => {
+    expect(mermaid.startsWith('---\ntitle: example\n---\nstateDiagram-v2\n')).toBe(true);
+    expect(mermaid).toContain('  [*] --> idle\n');
+    expect(mermaid).toContain('  state starting {\n    [*] --> starting_spawning\n');
+    expect(mermaid).toContain('state "settling" as starting_settling');
+    expect(mermaid).toContain('state connected {');
+    expect(mermaid).toContain('state "settling" as connected_work_settling');
+    expect(mermaid).toContain('state connected_work {');
+    expect(mermaid).toMatch(/\n {4}--\n {4}state "health" as connected_health\n/);
+    expect(mermaid).toContain('  failed --> [*]\n');
+    expect(mermaid).toContain('  stopped --> [*]\n');
+  });
+
+  it('labels events, guards, delays and always transitions', () => {
+    expect(mermaid).toContain('idle --> starting : start\n');
+    expect(mermaid).toContain('backingOff --> starting : after backoff\n');
+    expect(mermaid).toContain('starting_settling --> connected : after settleTime\n');
+    expect(mermaid).toContain('connected --> backingOff : crash [canRetry]\n');
+    expect(mermaid).toContain('starting_spawning --> backingOff : onError(spawner) [canRetry]\n');
+    expect(mermaid).toContain('connected_work_settling --> connected_work_busy : prompt [not(isFatal)]\n');
+    expect(mermaid).toContain(': always [and(hasPendingWork, not(isFatal))]\n');
+    expect(mermaid).toContain('connected_health_degraded --> backingOff : after heartbeatTimeout [canRetry]\n');
+    expect(mermaid).toContain('  note right of idle\n    Nothing running, waiting for a start request.\n  end note\n');
+  });
+
+  it('escapes characters Mermaid cannot parse and lists targetless transitions in notes', () => {
+    const m = createMachine({
+      id: 'esc',
+      initial: 'a',
+      states: { a: { description: 'x; y {z} "q" <b>', on: { ping: { actions: 'log' }, 'go;now': 'b' } }, b: {} },
+    });
+    const text = toMermaid(m);
+    expect(text).toContain("    x, y (z) 'q' ‹b›\n    ping / log\n");
+    expect(text).toContain('a --> b : go,now\n');
+    expect(text).not.toContain('a --> a');
+  });
+
+  it('renders DOT with clusters and compound edges, and SVG', async () => {
+    const dot = toDot(exampleMachine);
+    expect(dot.startsWith('digraph "example" {')).toBe(true);
+    expect(dot).toContain('compound=true');
+    expect(dot).toContain('subgraph "cluster_connected_work"');
+    expect(dot).toContain('lhead="cluster_starting"');
+    expect(dot).toContain('label=" after backoff "');
+    const svg = await toSvg(exampleMachine);
+    expect(svg.startsWith('<svg') || svg.startsWith('<?xml')).toBe(true);
+    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+    expect(svg).toContain('after backoff');
+    expect(svg).toContain('prompt [not(isFatal)]');
+  });
+
+  it('produces a Stately JSON config that round-trips through createMachine', () => {
+    const json = toStatelyJson(exampleMachine);
+    expect(json.endsWith('}\n')).toBe(true);
+    expect(json).toContain('\n  "states": {\n');
+    const config = JSON.parse(json);
+    expect(config.states.connected.type).toBe('parallel');
+    expect(config.states.connected.states.work.states.idle.always.guard).toEqual({ type: 'and(hasPendingWork, not(isFatal))' });
+    expect(config.states.backingOff.after.backoff.target).toBe('starting');
+    // The JSON is a valid machine config: rebuilding it gives the same diagram.
+    expect(toMermaid(createMachine(config))).toBe(mermaid);
+  });
+
+  it('is deterministic', async () => {
+    expect(toMermaid(exampleMachine)).toBe(mermaid);
+    expect(toDot(exampleMachine)).toBe(toDot(exampleMachine));
+    expect(toStatelyJson(exampleMachine)).toBe(toStatelyJson(exampleMachine));
+    expect(await toSvg(exampleMachine)).toBe(await toSvg(exampleMachine));
+  });
+
+  it('finds no anonymous ids in the example machine', () => {
+    expect(findAnonymousIds(exampleMachine)).toEqual([]);
+  });
+
+  it('reports auto-generated invoke ids, numeric delays and inline guards/actions', () => {
+    const anonymous = createMachine({
+      id: 'anon',
+      initial: 'a',
+      states: {
+        a: { invoke: { src: fromPromise(async () => 1), onDone: 'b' }, after: { 1000: 'b' } },
+        b: { entry: () => undefined, on: { go: { guard: () => true, target: 'a' } } },
+      },
+    });
+    const problems = findAnonymousIds(anonymous);
+    expect(problems.join('\n')).toMatch(/#anon\.a: invoke #0 has no explicit id \(auto id "0\.anon\.a"\)/);
+    expect(problems.join('\n')).toMatch(/inline actor logic \(auto src "xstate\.invoke\.0\.anon\.a"\)/);
+    expect(problems.join('\n')).toMatch(/#anon\.a on after 1000ms: inline numeric delay/);
+    expect(problems.join('\n')).toMatch(/#anon\.b entry: inline action/);
+    expect(problems.join('\n')).toMatch(/#anon\.b on go: inline guard/);
+    expect(problems).toHaveLength(5);
+  });
+});
+
+// The real machines: machines/index.ts is written separately; until it exists these are skipped.
+const machinesUrl = new URL('../../machines/index.ts', import.meta.url);
+const hasMachines = existsSync(machinesUrl);
+const registry: Record<string, AnyStateMachine> = hasMachines
+  ? ((await import(/* @vite-ignore */ machinesUrl.href)) as { visualizedMachines: Record<string, AnyStateMachine> }).visualizedMachines
+  : {};
+
+describe('checked-in visualizations', () => {
+  it.skipIf(!hasMachines)('machines/index.ts exports at least one machine', () => {
+    expect(Object.keys(registry).length).toBeGreaterThan(0);
+  });
+
+  for (const [name, machine] of Object.entries(registry)) {
+    it(`visualizations/${name}.* are up to date`, async () => {
+      const all = await generateFiles({ [name]: machine });
+      const mine = new Map([...all].filter(([file]) => file !== 'README.md'));
+      const problems = compareFiles(DEFAULT_OUT_DIR, mine);
+      expect(problems, `visualizations are out of date, run npm run viz:\n${problems.join('\n')}`).toEqual([]);
+    });
+
+    it(`${name} has no auto-generated ids`, () => {
+      expect(findAnonymousIds(machine), `name these in machines/${name}.machine.ts`).toEqual([]);
+    });
+  }
+
+  it.skipIf(!hasMachines)('visualizations/README.md is up to date and no stale files remain', async () => {
+    const files = await generateFiles(registry);
+    const problems = [
+      ...compareFiles(DEFAULT_OUT_DIR, new Map([['README.md', files.get('README.md')!]])),
+      ...staleFiles(DEFAULT_OUT_DIR, files).map((f) => `stale: visualizations/${f}`),
+    ];
+    expect(problems, `visualizations are out of date, run npm run viz:\n${problems.join('\n')}`).toEqual([]);
+  });
+});
