@@ -15,7 +15,16 @@ import type { ClientConnection, InitializeResponse } from '../services/acp-clien
 import { validateAgentSpec, type AgentSpec } from '../services/agent-spec.js';
 import { AgentError, type AgentErrorKind, type AgentFailure } from '../services/errors.js';
 import { createConsoleInspector } from './console-inspector.js';
+import { EventHub } from './event-hub.js';
 import { resolveOptions, type SupervisorOptions } from './options.js';
+import type { PermissionRequest } from './permissions.js';
+import type { Session } from './session.js';
+import { SessionFactory, type SessionOptions } from './session-factory.js';
+import { SessionHub, type SessionHubEvents } from './session-hub.js';
+import { abortable, abortError } from './waiting.js';
+import { createSessionActors } from '../actors/session-turn.actor.js';
+import { sessionMachine } from '../machines/session.machine.js';
+import { acpMethods } from '../services/acp-client.service.js';
 
 /** A connected agent, as `ensureAgent` resolves it. */
 export interface AgentHandle {
@@ -59,6 +68,13 @@ export interface AgentErrorEvent {
 export interface SupervisorEventMap {
   'agent:status': AgentStatusEvent;
   error: AgentErrorEvent;
+  /** With the `'ask'` policy: answer with `respond(optionId)` or `cancel()`. */
+  'permission:request': PermissionRequest;
+  /** An agent tried to read, write or run outside its session's sandbox; it was refused. */
+  'sandbox:violation': SessionHubEvents['sandbox:violation'];
+  'session:status': SessionHubEvents['session:status'];
+  /** A turn sent no update for `stallTimeoutMs`; `policy` says what was done about it. */
+  'session:stall': SessionHubEvents['session:stall'];
 }
 
 export interface CallOptions {
@@ -83,16 +99,45 @@ export class Supervisor {
   private readonly specs = new Map<string, AgentSpec>();
   private readonly connections = new LiveConnections();
   private readonly handles = new WeakMap<LiveConnection, AgentHandle>();
+  private readonly sessionEvents = new EventHub<SessionHubEvents>();
+  private readonly sessionHub: SessionHub;
+  private readonly sessionFactory: SessionFactory;
   private shutdownPromise: Promise<void> | undefined;
 
   constructor(options: SupervisorOptions = {}) {
     const resolved = resolveOptions(options);
+    this.sessionHub = new SessionHub({
+      clock: options.clock ?? { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout) },
+      permissionTimeoutMs: resolved.sessions.permissionTimeoutMs,
+      capabilities: resolved.sessions.capabilities,
+      events: this.sessionEvents,
+      agentActor: (agent) => this.agentActor(agent),
+      connection: (agent) => this.connections.get(agent)?.connection,
+      ensureConnected: async (agent) => ({ canLoad: (await this.ensureAgent(agent)).agentCapabilities.loadSession === true }),
+    });
+    this.sessionFactory = new SessionFactory({
+      hub: this.sessionHub,
+      defaults: resolved.sessions,
+      events: this.sessionEvents,
+      ensureAgent: (agent, signal) => this.ensureAgent(agent, { signal }),
+      agentActor: (agent) => this.agentActor(agent),
+    });
     const agentProcess = createAgentProcessActor({
       getSpec: (agent) => this.spec(agent),
       connections: this.connections,
       stderrLines: resolved.stderrLines,
+      acpOptions: (agent) => ({ clientCapabilities: this.sessionHub.clientCapabilities(), handlers: this.sessionHub.handlersFor(agent) }),
     });
-    const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess } }) } });
+    const session = sessionMachine.provide({
+      actors: createSessionActors({
+        connections: this.connections,
+        sessionParams: (agent, sessionId) => {
+          const resources = this.sessionHub.get(agent, sessionId)?.resources;
+          return resources && { cwd: resources.cwd, mcpServers: resources.mcpServers };
+        },
+      }),
+    });
+    const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess, session } }) } });
     const inspect = options.inspect === 'console' ? createConsoleInspector() : options.inspect;
     this.actor = createActor(machine, {
       input: { maxAgents: resolved.maxAgents, timings: resolved.timings },
@@ -163,10 +208,12 @@ export class Supervisor {
    */
   shutdown(options: CallOptions = {}): Promise<void> {
     this.shutdownPromise ??= new Promise<void>((resolve) => {
+      // Terminals are not in any process group of an agent: kill them alongside the agents.
+      const terminals = Promise.all(this.sessionHub.all().map((session) => session.resources.terminals.releaseAll()));
       const subscription = this.actor.subscribe({
         complete: () => {
           subscription.unsubscribe();
-          resolve();
+          void terminals.then(() => resolve());
         },
       });
       this.actor.send({ type: 'shutdown' });
@@ -192,10 +239,50 @@ export class Supervisor {
       const subscription = this.actor.on('agent:status', ({ agent, status, previous }) => safe({ agent, status, previous } as SupervisorEventMap[K]));
       return () => subscription.unsubscribe();
     }
-    const subscription = this.actor.on('error', ({ agent, failure }) =>
-      safe({ agent, kind: failure.kind, message: failure.message, detail: failure.detail, stderr: failure.stderr } as SupervisorEventMap[K]),
-    );
-    return () => subscription.unsubscribe();
+    if (type === 'error') {
+      const subscription = this.actor.on('error', ({ agent, failure }) =>
+        safe({ agent, kind: failure.kind, message: failure.message, detail: failure.detail, stderr: failure.stderr } as SupervisorEventMap[K]),
+      );
+      return () => subscription.unsubscribe();
+    }
+    return this.sessionEvents.on(type as keyof SessionHubEvents & string, listener as (event: unknown) => void);
+  }
+
+  /**
+   * Opens an ACP session (`session/new`) on the agent, starting it if needed. Rejects with
+   * `auth_required` (and the agent's `authMethods`) when the agent wants `authenticate` first.
+   *
+   * @example
+   * const session = await supervisor.newSession('codex', { cwd: '/work/repo', permissions: 'deny' });
+   * console.log(await session.prompt('Summarise the README'));
+   */
+  newSession(agent: string, options: SessionOptions = {}): Promise<Session> {
+    return this.sessionFactory.create(agent, options);
+  }
+
+  /** Loads an earlier session (`session/load`); `not_supported` unless the agent advertises it. */
+  loadSession(agent: string, sessionId: string, options: SessionOptions = {}): Promise<Session> {
+    return this.sessionFactory.load(agent, sessionId, options);
+  }
+
+  /** The open sessions, optionally of one agent. */
+  sessions(agent?: string): Session[] {
+    return this.sessionHub.all().filter((session) => agent === undefined || session.agent === agent);
+  }
+
+  /** Calls the agent's `authenticate` with one of its `authMethods`. Auth failures are never retried. */
+  async authenticate(agent: string, methodId: string, options: CallOptions = {}): Promise<void> {
+    const handle = await this.ensureAgent(agent, options);
+    try {
+      await abortable(handle.connection.agent.request(acpMethods.agent.authenticate, { methodId }), options.signal, agent);
+    } catch (error) {
+      if (error instanceof AgentError) throw error;
+      throw new AgentError('auth_required', `${handle.displayName} refused authentication with ${methodId}: ${(error as Error).message}`, {
+        agent,
+        cause: error,
+        authMethods: handle.authMethods,
+      });
+    }
   }
 
   private spec(name: string): AgentSpec {
@@ -333,28 +420,4 @@ export function createSupervisor(options: SupervisorOptions = {}): Supervisor {
 function topLevelState(snapshot: AgentSnapshot): AgentStatus {
   const value = snapshot.value;
   return (typeof value === 'string' ? value : Object.keys(value)[0]) as AgentStatus;
-}
-
-function abortError(name: string, signal: AbortSignal): AgentError {
-  return new AgentError('aborted', `Waiting for "${name}" was aborted`, { agent: name, cause: signal.reason });
-}
-
-/** Rejects with kind `aborted` when `signal` fires first; the underlying work goes on. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined, what: string): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(abortError(what, signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(what, signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -1,6 +1,7 @@
 /**
  * `npm start`: agentvisor supervising the bundled echo agent, narrated.
- * Connect → the agent is killed from outside → backoff → reconnect → graceful shutdown.
+ * Connect → a prompt streamed back → the agent is killed from outside → backoff →
+ * reconnect → graceful shutdown.
  * Needs no credentials; finishes by itself in a few seconds.
  */
 import { createSupervisor, presets } from '../index.js';
@@ -19,6 +20,18 @@ supervisor.on('error', ({ agent, kind, message }) => say(`${agent}: error ${kind
 say('ensureAgent("echo") — spawning the echo agent and sending initialize');
 const echo = await supervisor.ensureAgent('echo');
 say(`connected to ${echo.agentInfo?.name} ${echo.agentInfo?.version} (pid ${echo.pid}, ACP v${echo.protocolVersion})`);
+
+const session = await supervisor.newSession('echo', { cwd: process.cwd() });
+say(`session ${session.id} open; prompting "Hello from agentvisor, streamed word by word"`);
+let answer = '';
+session.on('update', (update) => {
+  if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
+    answer += update.content.text;
+    say(`  chunk: ${JSON.stringify(update.content.text)}`);
+  }
+});
+const stopReason = await session.prompt('Hello from agentvisor, streamed word by word');
+say(`turn ended (${stopReason}); the agent answered: "${answer}"`);
 
 say(`killing pid ${echo.pid} from outside with SIGKILL — the supervisor should notice and reconnect`);
 process.kill(echo.pid, 'SIGKILL');

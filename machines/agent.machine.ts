@@ -14,6 +14,8 @@ import type { AgentCommand, AgentEmitted, AgentMachineInput, AgentProcessInput, 
 import type { InitializeResponse } from '../services/acp-client.service.js';
 import { backoffDelay, jitterRoll, type RestartPolicy } from './policies/backoff.policy.js';
 import { failureMessage, isRetryable } from './policies/failure.policy.js';
+import type { SessionOpenEvent } from './session-events.js';
+import { sessionMachine } from './session.machine.js';
 
 export interface AgentContext {
   name: string;
@@ -33,9 +35,14 @@ export interface AgentContext {
   /** The agent's `initialize` answer while connected. */
   initialize: InitializeResponse | null;
   lastError: AgentFailure | null;
+  /** Ids of the session children (actor id `session:<id>`). */
+  sessionIds: string[];
 }
 
-export type AgentEvent = AgentCommand | ProcessEvent;
+export type AgentEvent = AgentCommand | ProcessEvent | SessionOpenEvent | { type: 'session.forget'; sessionId: string };
+
+/** The actor id of a session child. */
+export const sessionActorId = (sessionId: string) => `session:${sessionId}`;
 
 /** Placeholder for the process actor; the runtime provides the real one. */
 const processActorPlaceholder = fromCallback<ProcessCommand, AgentProcessInput, ProcessEvent>(() => {
@@ -49,7 +56,7 @@ export const agentMachine = setup({
     input: {} as AgentMachineInput,
     emitted: {} as AgentEmitted,
   },
-  actors: { agentProcess: processActorPlaceholder },
+  actors: { agentProcess: processActorPlaceholder, session: sessionMachine },
   delays: {
     backoff: ({ context }) => backoffDelay(context.attempt, context.restart, context.restart.jitter > 0 ? jitterRoll(context.jitterSeed, context.attempt) : 0),
     handshakeTimeout: ({ context }) => context.handshakeTimeoutMs,
@@ -124,6 +131,30 @@ export const agentMachine = setup({
     allowAutoRetry: assign({ autoRetry: true }),
     /** Starts requested by a caller report their failure to that caller instead. */
     forbidAutoRetry: assign({ autoRetry: false }),
+    spawnSession: enqueueActions(({ enqueue, context, event }) => {
+      if (event.type !== 'session.open' || context.sessionIds.includes(event.session.sessionId)) return;
+      enqueue.spawnChild('session', { id: sessionActorId(event.session.sessionId), input: event.session });
+      enqueue.assign({ sessionIds: [...context.sessionIds, event.session.sessionId] });
+    }),
+    forgetSession: enqueueActions(({ enqueue, context, event }) => {
+      if (event.type !== 'session.forget' || !context.sessionIds.includes(event.sessionId)) return;
+      enqueue(stopChild(sessionActorId(event.sessionId)));
+      enqueue.assign({ sessionIds: context.sessionIds.filter((id) => id !== event.sessionId) });
+    }),
+    /** The process died: every session's turn fails with agent_exited; they stay resumable. */
+    failSessions: enqueueActions(({ enqueue, context }) => {
+      for (const sessionId of context.sessionIds) {
+        enqueue.sendTo(sessionActorId(sessionId), { type: 'agent.lost', kind: 'agent_exited', message: failureMessage('agent_exited', context.displayName) });
+      }
+    }),
+    /** The agent is being stopped: its sessions end (stopped) and are forgotten. */
+    endSessions: enqueueActions(({ enqueue, context }) => {
+      for (const sessionId of context.sessionIds) {
+        enqueue.sendTo(sessionActorId(sessionId), { type: 'agent.lost', kind: 'stopped', message: `${context.displayName} was stopped` });
+        enqueue(stopChild(sessionActorId(sessionId)));
+      }
+      enqueue.assign({ sessionIds: [] });
+    }),
     closeProcessInput: sendTo('process', { type: 'closeInput' } satisfies ProcessCommand),
     terminateProcess: sendTo('process', { type: 'terminate' } satisfies ProcessCommand),
     killProcess: sendTo('process', { type: 'kill' } satisfies ProcessCommand),
@@ -139,8 +170,12 @@ export const agentMachine = setup({
     pid: null,
     initialize: null,
     lastError: null,
+    sessionIds: [],
   }),
   initial: 'idle',
+  on: {
+    'session.forget': { actions: 'forgetSession', description: 'A session was closed: drop its actor.' },
+  },
   states: {
     idle: {
       description: 'No process. Waits for ensureAgent().',
@@ -195,9 +230,10 @@ export const agentMachine = setup({
       on: {
         'process.exited': {
           target: 'disconnected',
-          actions: ['recordLoss', 'releaseProcess', 'allowAutoRetry'],
+          actions: ['recordLoss', 'releaseProcess', 'allowAutoRetry', 'failSessions'],
           description: 'The process exited or its ACP stream closed: the agent was lost.',
         },
+        'session.open': { actions: 'spawnSession', description: 'session/new or session/load succeeded: a session child.' },
         stop: { target: 'stopping', description: 'stop() or shutdown.' },
       },
     },
@@ -272,7 +308,7 @@ export const agentMachine = setup({
     },
     stopping: {
       description: 'The graceful stop ladder: close ACP and stdin, SIGTERM the group, SIGKILL the group.',
-      entry: { type: 'reportStatus', params: { status: 'stopping' } },
+      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'endSessions'],
       initial: 'checking',
       states: {
         checking: {

@@ -1,11 +1,13 @@
 /** Every machine of agentvisor, by name: what `npm run viz` draws and the tests check. */
 import type { AnyStateMachine } from 'xstate';
 import { agentMachine } from './agent.machine.js';
+import { sessionMachine } from './session.machine.js';
 import { supervisorMachine } from './supervisor.machine.js';
 
-export { agentMachine, supervisorMachine };
+export { agentMachine, sessionMachine, supervisorMachine };
 
 export const visualizedMachines: Record<string, AnyStateMachine> = {
   agent: agentMachine,
   supervisor: supervisorMachine,
+  session: sessionMachine,
 };

@@ -6,7 +6,26 @@
  */
 import { Readable, Writable } from 'node:stream';
 import { client, ndJsonStream, methods, PROTOCOL_VERSION, RequestError } from '@agentclientprotocol/sdk';
-import type { ClientApp, ClientCapabilities, ClientConnection, InitializeResponse } from '@agentclientprotocol/sdk';
+import type {
+  ClientApp,
+  ClientCapabilities,
+  ClientConnection,
+  CreateTerminalRequest,
+  CreateTerminalResponse,
+  InitializeResponse,
+  KillTerminalRequest,
+  ReadTextFileRequest,
+  ReadTextFileResponse,
+  ReleaseTerminalRequest,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  SessionNotification,
+  TerminalOutputRequest,
+  TerminalOutputResponse,
+  WaitForTerminalExitRequest,
+  WaitForTerminalExitResponse,
+  WriteTextFileRequest,
+} from '@agentclientprotocol/sdk';
 
 export type {
   ClientApp,
@@ -25,17 +44,58 @@ export type {
   NewSessionResponse,
   LoadSessionResponse,
   AuthMethod,
+  PermissionOption,
+  ToolCallUpdate,
+  CreateTerminalRequest,
+  ReadTextFileRequest,
+  WriteTextFileRequest,
 } from '@agentclientprotocol/sdk';
 export { methods as acpMethods, PROTOCOL_VERSION, RequestError };
 
 /** How agentvisor introduces itself in `initialize`. */
 export const clientInfo = { name: 'agentvisor', version: '0.1.0' } as const;
 
+/**
+ * What the client side serves for the agent. Every handler is optional: a missing one is
+ * answered "method not found". A handler that throws an {@link AcpRequestFailure} answers
+ * the agent with that JSON-RPC code; anything else becomes an internal error.
+ */
+export interface AcpClientHandlers {
+  sessionUpdate?(notification: SessionNotification): void;
+  requestPermission?(params: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse>;
+  readTextFile?(params: ReadTextFileRequest): Promise<ReadTextFileResponse>;
+  writeTextFile?(params: WriteTextFileRequest): Promise<void>;
+  createTerminal?(params: CreateTerminalRequest): Promise<CreateTerminalResponse>;
+  terminalOutput?(params: TerminalOutputRequest): Promise<TerminalOutputResponse>;
+  waitForTerminalExit?(params: WaitForTerminalExitRequest, signal: AbortSignal): Promise<WaitForTerminalExitResponse>;
+  killTerminal?(params: KillTerminalRequest): Promise<void>;
+  releaseTerminal?(params: ReleaseTerminalRequest): Promise<void>;
+}
+
+/** A failure to answer the agent with, as a JSON-RPC error. */
+export class AcpRequestFailure extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** JSON-RPC codes agentvisor answers with. */
+export const acpErrorCodes = {
+  invalidParams: -32602,
+  internalError: -32603,
+  authRequired: -32000,
+  resourceNotFound: -32002,
+} as const;
+
 export interface AcpClientOptions {
   /** Capabilities advertised in `initialize`; none by default. */
   clientCapabilities?: ClientCapabilities;
-  /** Registers request/notification handlers on the client app before it connects. */
-  configure?: (app: ClientApp) => void;
+  /** Handlers for the agent's requests and notifications. */
+  handlers?: AcpClientHandlers;
 }
 
 /** An open ACP connection over a child's stdio, not yet initialized. */
@@ -48,7 +108,7 @@ export interface AcpClientConnection {
 /** Opens an ACP client connection on a child process's stdin/stdout. */
 export function openAcpConnection(stdin: Writable, stdout: Readable, options: AcpClientOptions = {}): AcpClientConnection {
   const app = client({ name: clientInfo.name });
-  options.configure?.(app);
+  registerHandlers(app, options.handlers ?? {});
   const stream = ndJsonStream(Writable.toWeb(stdin) as WritableStream<Uint8Array>, Readable.toWeb(stdout) as ReadableStream<Uint8Array>);
   const connection = app.connect(stream);
   return {
@@ -60,4 +120,36 @@ export function openAcpConnection(stdin: Writable, stdout: Readable, options: Ac
         clientInfo,
       }),
   };
+}
+
+function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
+  const answer = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof AcpRequestFailure) throw new RequestError(error.code, error.message, error.data);
+      throw error;
+    }
+  };
+  const { sessionUpdate, requestPermission, readTextFile, writeTextFile, createTerminal, terminalOutput, waitForTerminalExit, killTerminal, releaseTerminal } = handlers;
+  if (sessionUpdate) app.onNotification(methods.client.session.update, ({ params }) => sessionUpdate(params));
+  if (requestPermission) app.onRequest(methods.client.session.requestPermission, ({ params, signal }) => answer(() => requestPermission(params, signal)));
+  if (readTextFile) app.onRequest(methods.client.fs.readTextFile, ({ params }) => answer(() => readTextFile(params)));
+  if (writeTextFile) app.onRequest(methods.client.fs.writeTextFile, ({ params }) => answer(() => writeTextFile(params)));
+  if (createTerminal) app.onRequest(methods.client.terminal.create, ({ params }) => answer(() => createTerminal(params)));
+  if (terminalOutput) app.onRequest(methods.client.terminal.output, ({ params }) => answer(() => terminalOutput(params)));
+  if (waitForTerminalExit) app.onRequest(methods.client.terminal.waitForExit, ({ params, signal }) => answer(() => waitForTerminalExit(params, signal)));
+  if (killTerminal) app.onRequest(methods.client.terminal.kill, ({ params }) => answer(() => killTerminal(params)));
+  if (releaseTerminal) app.onRequest(methods.client.terminal.release, ({ params }) => answer(() => releaseTerminal(params)));
+}
+
+/** True when `error` is the agent's "authentication required" answer. */
+export function isAuthRequired(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === acpErrorCodes.authRequired;
+}
+
+/** The JSON-RPC code of an agent's error answer, if it is one. */
+export function acpErrorCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
 }

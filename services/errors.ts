@@ -28,7 +28,15 @@ export type AgentErrorKind =
   /** An option or agent spec is malformed. */
   | 'invalid_options'
   /** The agent requires authentication before it can open a session. */
-  | 'auth_required';
+  | 'auth_required'
+  /** The agent answered an ACP request with an error. */
+  | 'protocol_error'
+  /** The agent does not support what was asked (e.g. session/load). */
+  | 'not_supported'
+  /** A prompt was sent while another turn of the session is in flight. */
+  | 'session_busy'
+  /** The session is closed, or failed and must be resumed first. */
+  | 'session_closed';
 
 /** The plain-JSON description of a failure, as the machines keep it in context. */
 export interface AgentFailure {
@@ -61,12 +69,19 @@ export class AgentError extends Error {
   readonly agent: string | undefined;
   /** The agent's last stderr lines, when it wrote any before failing. */
   readonly stderr: string[];
+  /** With kind `auth_required`: the methods the agent offers (`supervisor.authenticate(agent, id)`). */
+  readonly authMethods: Array<{ id: string; name: string; description?: string | null }> | undefined;
 
-  constructor(kind: AgentErrorKind, message: string, options: { agent?: string; cause?: unknown; stderr?: string[] } = {}) {
+  constructor(
+    kind: AgentErrorKind,
+    message: string,
+    options: { agent?: string; cause?: unknown; stderr?: string[]; authMethods?: AgentError['authMethods'] } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = kind;
     this.agent = options.agent;
     this.stderr = options.stderr ?? [];
+    this.authMethods = options.authMethods;
   }
 
   /** Builds the error from the plain failure record a machine keeps in context. */

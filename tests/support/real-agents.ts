@@ -78,3 +78,15 @@ export function recordEvents(supervisor: Supervisor) {
   const offError = supervisor.on('error', (event) => errors.push(event));
   return { statuses, errors, off: () => (offStatus(), offError()) };
 }
+
+/** The text of every `agent_message_chunk` a session receives, in order. */
+export function collectChunks(session: { on(type: 'update', listener: (update: import('../../index.js').SessionUpdate) => void): () => void }) {
+  const chunks: string[] = [];
+  const off = session.on('update', (update) => {
+    if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') chunks.push(update.content.text);
+  });
+  return { chunks, text: () => chunks.join(''), off };
+}
+
+/** A fixture prompt command (see tests/fixtures/README.md). */
+export const command = (op: Record<string, unknown>) => JSON.stringify(op);

@@ -1,0 +1,31 @@
+/** A minimal typed event emitter whose listeners cannot break the emitter. */
+export class EventHub<Events extends Record<string, unknown>> {
+  private readonly listeners = new Map<keyof Events, Set<(event: never) => void>>();
+
+  on<K extends keyof Events>(type: K, listener: (event: Events[K]) => void): () => void {
+    let set = this.listeners.get(type);
+    if (!set) this.listeners.set(type, (set = new Set()));
+    set.add(listener as (event: never) => void);
+    return () => {
+      set.delete(listener as (event: never) => void);
+    };
+  }
+
+  emit<K extends keyof Events>(type: K, event: Events[K]): void {
+    for (const listener of [...(this.listeners.get(type) ?? [])]) {
+      try {
+        (listener as (event: Events[K]) => void)(event);
+      } catch (error) {
+        process.emitWarning(`agentvisor: a ${String(type)} listener threw: ${String(error)}`);
+      }
+    }
+  }
+
+  listenerCount(type: keyof Events): number {
+    return this.listeners.get(type)?.size ?? 0;
+  }
+
+  clear(): void {
+    this.listeners.clear();
+  }
+}

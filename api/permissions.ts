@@ -1,0 +1,109 @@
+/**
+ * Answers the agent's `session/request_permission` by policy: ask the application, allow,
+ * deny, or a function of the request. A request nobody answers within
+ * `permissionTimeoutMs` (on the supervisor's clock) is answered `cancelled`, and so is every
+ * pending request of a turn that is cancelled.
+ */
+import type { PermissionOption, RequestPermissionRequest, RequestPermissionResponse, ToolCallUpdate } from '../services/acp-client.service.js';
+import type { Clock } from './options.js';
+
+/** A permission request as the application sees it with the `'ask'` policy. */
+export interface PermissionRequest {
+  agent: string;
+  sessionId: string;
+  toolCall: ToolCallUpdate;
+  options: PermissionOption[];
+  /** Answers with one of `options` (by `optionId`). Later answers are ignored. */
+  respond(optionId: string): void;
+  /** Answers `cancelled`. */
+  cancel(): void;
+}
+
+/** How permission requests are answered. A function returns an option id (or undefined to cancel). */
+export type PermissionPolicy =
+  | 'ask'
+  | 'allow'
+  | 'deny'
+  | ((request: Omit<PermissionRequest, 'respond' | 'cancel'>) => string | undefined | Promise<string | undefined>);
+
+const cancelled: RequestPermissionResponse = { outcome: { outcome: 'cancelled' } };
+
+/** The option a fixed policy picks: allow once (else always), reject once (else always). */
+export function optionFor(policy: 'allow' | 'deny', options: PermissionOption[]): string | undefined {
+  const preference = policy === 'allow' ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
+  for (const kind of preference) {
+    const option = options.find((candidate) => candidate.kind === kind);
+    if (option) return option.optionId;
+  }
+  return undefined;
+}
+
+interface Pending {
+  sessionKey: string;
+  settle(response: RequestPermissionResponse): void;
+}
+
+export interface PermissionBrokerHooks {
+  clock: Clock;
+  timeoutMs: number;
+  /** Delivers an `'ask'` request to the application; false when nobody listens. */
+  ask(request: PermissionRequest): boolean;
+  /** Tells the session machine a request is pending / settled. */
+  pending(agent: string, sessionId: string, requestId: string): void;
+  settled(agent: string, sessionId: string, requestId: string): void;
+}
+
+export class PermissionBroker {
+  private readonly pendingRequests = new Map<string, Pending>();
+  private nextId = 0;
+
+  constructor(private readonly hooks: PermissionBrokerHooks) {}
+
+  /** Answers one request according to `policy`. Never rejects. */
+  request(agent: string, params: RequestPermissionRequest, policy: PermissionPolicy, signal: AbortSignal): Promise<RequestPermissionResponse> {
+    const requestId = `permission-${++this.nextId}`;
+    const sessionKey = `${agent}\u0000${params.sessionId}`;
+    const validIds = new Set(params.options.map((option) => option.optionId));
+    return new Promise<RequestPermissionResponse>((resolve) => {
+      let done = false;
+      const timer = this.hooks.clock.setTimeout(() => settle(cancelled), this.hooks.timeoutMs);
+      const onAbort = () => settle(cancelled);
+      const settle = (response: RequestPermissionResponse) => {
+        if (done) return;
+        done = true;
+        this.hooks.clock.clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.pendingRequests.delete(requestId);
+        this.hooks.settled(agent, params.sessionId, requestId);
+        resolve(response);
+      };
+      const choose = (optionId: string | undefined) =>
+        settle(optionId !== undefined && validIds.has(optionId) ? { outcome: { outcome: 'selected', optionId } } : cancelled);
+
+      this.pendingRequests.set(requestId, { sessionKey, settle });
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.hooks.pending(agent, params.sessionId, requestId);
+      const view = { agent, sessionId: params.sessionId, toolCall: params.toolCall, options: params.options };
+
+      if (policy === 'allow' || policy === 'deny') return choose(optionFor(policy, params.options));
+      if (typeof policy === 'function') {
+        Promise.resolve()
+          .then(() => policy(view))
+          .then(choose, () => settle(cancelled));
+        return;
+      }
+      const heard = this.hooks.ask({ ...view, respond: (optionId) => choose(optionId), cancel: () => settle(cancelled) });
+      if (!heard) settle(cancelled); // nobody listens: do not leave the agent waiting for minutes
+    });
+  }
+
+  /** Answers `cancelled` to every pending request of one session (its turn was cancelled). */
+  cancelSession(agent: string, sessionId: string): void {
+    const sessionKey = `${agent}\u0000${sessionId}`;
+    for (const pending of [...this.pendingRequests.values()]) if (pending.sessionKey === sessionKey) pending.settle(cancelled);
+  }
+
+  get size(): number {
+    return this.pendingRequests.size;
+  }
+}
