@@ -21,7 +21,7 @@ export function createConsoleInspector(write: Write = (line) => process.stderr.w
     lastValue.set(actor.sessionId, value);
     const machineId = actor.logic?.id ?? 'actor';
     const label = machineId === 'supervisor' ? 'supervisor' : `${machineId} ${actor.id}`;
-    const cause = event.event.type.startsWith('xstate.') ? '' : `  (${event.event.type})`;
+    const cause = describeCause(event.event.type);
     write(`[agentvisor] ${label}: ${previous ?? '∅'} → ${value}${cause}`);
     if (snapshot.status === 'done' || snapshot.status === 'stopped') lastValue.delete(actor.sessionId);
   };
@@ -39,4 +39,13 @@ export function formatStateValue(value: unknown): string {
       .join(',');
   }
   return '';
+}
+
+/** `(ensure)`, `(after backoff)`, `(promptTurn done)`; nothing for XState's own init. */
+function describeCause(type: string): string {
+  const after = /^xstate\.after\.([^.]+)/.exec(type);
+  if (after) return `  (after ${after[1]})`;
+  const done = /^xstate\.(done|error)\.actor\.(.+)$/.exec(type);
+  if (done) return `  (${done[2]} ${done[1] === 'done' ? 'done' : 'failed'})`;
+  return type.startsWith('xstate.') ? '' : `  (${type})`;
 }
