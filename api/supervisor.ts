@@ -358,9 +358,6 @@ export class Supervisor {
         cleanups.push(() => signal.removeEventListener('abort', onAbort));
       }
       this.actor.send({ type, agent: name, requestId });
-      if (this.actor.getSnapshot().status !== 'active' && cleanups.length > 0) {
-        settle(() => reject(new AgentError('shutting_down', `Cannot start "${name}": the supervisor is shutting down`, { agent: name })));
-      }
     });
   }
 
