@@ -200,7 +200,13 @@ export class Session implements AsyncIterable<SessionUpdate> {
     this.events.emit('update', update);
     for (const iterator of this.iterators) iterator.push(update);
     // One `activity` event per batch of updates keeps the stall timer honest without
-    // paying a state-machine step per chunk.
+    // paying a state-machine step per chunk. A stalled session hears at once, so the
+    // recovery is seen before anything that follows the update.
+    const actor = this.actor();
+    if (actor?.getSnapshot().matches({ prompting: 'stalled' })) {
+      actor.send({ type: 'activity' });
+      return;
+    }
     this.activityScheduled ??= setImmediate(() => {
       this.activityScheduled = undefined;
       this.actor()?.send({ type: 'activity' });

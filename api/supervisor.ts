@@ -4,85 +4,29 @@
  * providing the real process actor, waiting for outcomes, and turning refusals and
  * failures into `AgentError`s.
  */
-import { randomUUID } from 'node:crypto';
-import { createActor, type Actor, type ActorRefFrom } from 'xstate';
+import { createActor, type Actor } from 'xstate';
 import { createAgentProcessActor } from '../actors/agent-process.actor.js';
 import { LiveConnections, type LiveConnection } from '../actors/live-connections.js';
+import { createSessionActors } from '../actors/session-turn.actor.js';
 import type { AgentStatus } from '../machines/agent-events.js';
 import { agentMachine } from '../machines/agent.machine.js';
-import { supervisorMachine, type SupervisorEmitted } from '../machines/supervisor.machine.js';
-import type { ClientConnection, InitializeResponse } from '../services/acp-client.service.js';
+import { sessionMachine } from '../machines/session.machine.js';
+import { supervisorMachine } from '../machines/supervisor.machine.js';
+import { acpMethods } from '../services/acp-client.service.js';
 import { validateAgentSpec, type AgentSpec } from '../services/agent-spec.js';
-import { AgentError, type AgentErrorKind, type AgentFailure } from '../services/errors.js';
+import { AgentError } from '../services/errors.js';
+import { sendStartCommand, topLevelState, waitForAgentState, type AgentActorRef, type AgentSnapshot } from './agent-waits.js';
 import { createConsoleInspector } from './console-inspector.js';
 import { EventHub } from './event-hub.js';
 import { resolveOptions, type SupervisorOptions } from './options.js';
-import type { PermissionRequest } from './permissions.js';
 import type { Session } from './session.js';
 import { SessionFactory, type SessionOptions } from './session-factory.js';
 import { SessionHub, type SessionHubEvents } from './session-hub.js';
-import { abortable, abortError } from './waiting.js';
-import { createSessionActors } from '../actors/session-turn.actor.js';
-import { sessionMachine } from '../machines/session.machine.js';
-import { acpMethods } from '../services/acp-client.service.js';
+import type { AgentHandle, AgentSummary, CallOptions, SupervisorEventMap } from './supervisor-types.js';
+import { abortable } from './waiting.js';
 
-/** A connected agent, as `ensureAgent` resolves it. */
-export interface AgentHandle {
-  name: string;
-  displayName: string;
-  pid: number;
-  /** The agent's whole `initialize` answer. */
-  initialize: InitializeResponse;
-  protocolVersion: InitializeResponse['protocolVersion'];
-  agentCapabilities: NonNullable<InitializeResponse['agentCapabilities']>;
-  authMethods: NonNullable<InitializeResponse['authMethods']>;
-  agentInfo: InitializeResponse['agentInfo'];
-  /** The SDK connection, for direct ACP calls: `handle.connection.agent.request(...)`. */
-  connection: ClientConnection;
-}
+export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions } from './supervisor-types.js';
 
-/** One row of `list()`. */
-export interface AgentSummary {
-  name: string;
-  displayName: string;
-  status: AgentStatus;
-  pid: number | null;
-  attempt: number;
-  lastError: AgentFailure | null;
-}
-
-export interface AgentStatusEvent {
-  agent: string;
-  status: AgentStatus;
-  previous: AgentStatus;
-}
-
-export interface AgentErrorEvent {
-  agent: string;
-  kind: AgentErrorKind;
-  message: string;
-  detail?: string;
-  stderr: string[];
-}
-
-export interface SupervisorEventMap {
-  'agent:status': AgentStatusEvent;
-  error: AgentErrorEvent;
-  /** With the `'ask'` policy: answer with `respond(optionId)` or `cancel()`. */
-  'permission:request': PermissionRequest;
-  /** An agent tried to read, write or run outside its session's sandbox; it was refused. */
-  'sandbox:violation': SessionHubEvents['sandbox:violation'];
-  'session:status': SessionHubEvents['session:status'];
-  /** A turn sent no update for `stallTimeoutMs`; `policy` says what was done about it. */
-  'session:stall': SessionHubEvents['session:stall'];
-}
-
-export interface CallOptions {
-  signal?: AbortSignal;
-}
-
-type AgentActorRef = ActorRefFrom<typeof agentMachine>;
-type AgentSnapshot = ReturnType<AgentActorRef['getSnapshot']>;
 
 /**
  * Supervises agent processes. Create it with {@link createSupervisor}.
@@ -323,60 +267,15 @@ export class Supervisor {
     if (this.isShutDown()) {
       return Promise.reject(new AgentError('shutting_down', `Cannot start "${name}": the supervisor is shutting down`, { agent: name }));
     }
-    const requestId = randomUUID();
-    return new Promise<AgentHandle>((resolve, reject) => {
-      const cleanups: Array<() => void> = [];
-      const settle = (outcome: () => void) => {
-        for (const cleanup of cleanups.splice(0)) cleanup();
-        outcome();
-      };
-      const refused = this.actor.on('command.refused', (event: Extract<SupervisorEmitted, { type: 'command.refused' }>) => {
-        if (event.requestId === requestId) settle(() => reject(new AgentError(event.kind, event.message, { agent: name })));
-      });
-      cleanups.push(() => refused.unsubscribe());
-      const accepted = this.actor.on('command.accepted', (event: Extract<SupervisorEmitted, { type: 'command.accepted' }>) => {
-        if (event.requestId !== requestId) return;
-        accepted.unsubscribe();
-        const child = this.agentActor(name);
-        if (!child) return settle(() => reject(new AgentError('stopped', `Agent "${name}" is gone`, { agent: name })));
-        const check = (snapshot: AgentSnapshot) => {
-          if (snapshot.matches('connected')) settle(() => resolve(this.handle(name)));
-          else if (snapshot.matches('disconnected')) settle(() => reject(this.failureOf(name, snapshot)));
-          else if (snapshot.matches('idle') || snapshot.status !== 'active') {
-            settle(() => reject(new AgentError('stopped', `Agent "${name}" was stopped before it connected`, { agent: name })));
-          }
-        };
-        const subscription = child.subscribe(check);
-        cleanups.push(() => subscription.unsubscribe());
-        check(child.getSnapshot());
-      });
-      cleanups.push(() => accepted.unsubscribe());
-      if (signal) {
-        if (signal.aborted) return settle(() => reject(abortError(name, signal)));
-        const onAbort = () => settle(() => reject(abortError(name, signal)));
-        signal.addEventListener('abort', onAbort, { once: true });
-        cleanups.push(() => signal.removeEventListener('abort', onAbort));
-      }
-      this.actor.send({ type, agent: name, requestId });
-    });
+    return sendStartCommand(this.waitContext(), name, type, signal);
   }
 
-  /** Resolves when the agent's snapshot satisfies `done` (or the agent actor is gone). */
   private waitForAgent(name: string, done: (snapshot: AgentSnapshot) => boolean, signal: AbortSignal | undefined): Promise<void> {
-    const child = this.agentActor(name);
-    if (!child || done(child.getSnapshot())) return Promise.resolve();
-    const reached = new Promise<void>((resolve) => {
-      const subscription = child.subscribe({
-        next: (snapshot) => {
-          if (!done(snapshot)) return;
-          subscription.unsubscribe();
-          resolve();
-        },
-        complete: () => resolve(),
-        error: () => resolve(),
-      });
-    });
-    return abortable(reached, signal, name);
+    return waitForAgentState(this.agentActor(name), name, done, signal);
+  }
+
+  private waitContext() {
+    return { actor: this.actor, agentActor: (agent: string) => this.agentActor(agent), handle: (agent: string) => this.handle(agent) };
   }
 
   private handle(name: string): AgentHandle {
@@ -400,13 +299,6 @@ export class Supervisor {
     }
     return handle;
   }
-
-  private failureOf(name: string, snapshot: AgentSnapshot): AgentError {
-    const failure = snapshot.context.lastError;
-    return failure
-      ? AgentError.fromFailure(name, failure)
-      : new AgentError('agent_exited', `Agent "${name}" disconnected`, { agent: name });
-  }
 }
 
 /** Creates and starts a supervisor. See DESIGN.md and README.md for the options. */
@@ -414,7 +306,3 @@ export function createSupervisor(options: SupervisorOptions = {}): Supervisor {
   return new Supervisor(options);
 }
 
-function topLevelState(snapshot: AgentSnapshot): AgentStatus {
-  const value = snapshot.value;
-  return (typeof value === 'string' ? value : Object.keys(value)[0]) as AgentStatus;
-}

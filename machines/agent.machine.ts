@@ -8,7 +8,7 @@
  * `starting` state (it is the same process once `connected`) and is released with
  * `stopChild`, whose cleanup kills the process group if it is still there.
  */
-import { assign, emit, enqueueActions, fromCallback, sendTo, setup, stopChild } from 'xstate';
+import { assign, enqueueActions, fromCallback, sendTo, setup, stopChild } from 'xstate';
 import type { AgentFailure } from '../services/errors.js';
 import type { AgentCommand, AgentEmitted, AgentMachineInput, AgentProcessInput, AgentReport, AgentStatus, ProcessCommand, ProcessEvent } from './agent-events.js';
 import type { InitializeResponse } from '../services/acp-client.service.js';

@@ -6,7 +6,7 @@
  * Callers learn the fate of a command through emitted events carrying their `requestId`:
  * `command.accepted` once it reached the agent, or `command.refused` with an error kind.
  */
-import { assign, emit, enqueueActions, setup } from 'xstate';
+import { emit, enqueueActions, setup } from 'xstate';
 import type { AgentErrorKind, AgentFailure } from '../services/errors.js';
 import { agentMachine } from './agent.machine.js';
 import { liveStatuses, type AgentReport, type AgentStatus, type AgentTimings } from './agent-events.js';
