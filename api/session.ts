@@ -63,6 +63,8 @@ export class Session implements AsyncIterable<SessionUpdate> {
   private activityScheduled: NodeJS.Immediate | undefined;
   private unsubscribeActor: Array<() => void> = [];
   private closing: Promise<void> | undefined;
+  /** Mirrors the machine's `prompting.stalled`, so delivering an update reads no snapshot. */
+  private stalled = false;
 
   constructor(
     readonly agent: string,
@@ -202,9 +204,8 @@ export class Session implements AsyncIterable<SessionUpdate> {
     // One `activity` event per batch of updates keeps the stall timer honest without
     // paying a state-machine step per chunk. A stalled session hears at once, so the
     // recovery is seen before anything that follows the update.
-    const actor = this.actor();
-    if (actor?.getSnapshot().matches({ prompting: 'stalled' })) {
-      actor.send({ type: 'activity' });
+    if (this.stalled) {
+      this.actor()?.send({ type: 'activity' });
       return;
     }
     this.activityScheduled ??= setImmediate(() => {
@@ -230,6 +231,7 @@ export class Session implements AsyncIterable<SessionUpdate> {
     const actor = this.actor();
     if (!actor) return;
     const status = actor.on('status', ({ status: next }) => {
+      this.stalled = next === 'stalled';
       this.events.emit('status', { status: next });
       if (next === 'failed' || next === 'stopped') this.endIterators();
       if (next === 'stopped') this.finish();
