@@ -69,6 +69,8 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     // short grace, it closed its stream but kept running — useless without one, so kill it.
     let streamGrace: NodeJS.Timeout | undefined;
     void connection.closed.then(() => {
+      // A closed connection is useless to callers at once, whatever the process does next.
+      deps.connections.remove(input.agent, connection);
       if (closingOnPurpose || !proc.isRunning()) return;
       streamGrace = setTimeout(() => {
         if (closingOnPurpose || !proc.isRunning()) return;
@@ -77,12 +79,11 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       }, streamClosedGraceMs);
     });
 
-    void proc.exited.then(async (exit) => {
+    void proc.exited.then((exit) => {
       clearTimeout(streamGrace);
       connection.close();
       deps.connections.remove(input.agent, connection);
-      await proc.reapGroup();
-      groupGone = true;
+      groupGone = true; // `exited` resolves only after the group was reaped
       report({
         type: 'process.exited',
         exitCode: exit.exitCode,

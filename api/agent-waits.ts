@@ -19,6 +19,8 @@ export interface WaitContext {
   actor: Actor<typeof supervisorMachine>;
   agentActor(agent: string): AgentActorRef | undefined;
   handle(agent: string): AgentHandle;
+  /** The agent has a live connection whose stream is open. */
+  isUsable(agent: string): boolean;
 }
 
 /**
@@ -45,15 +47,25 @@ export function sendStartCommand(context: WaitContext, name: string, type: 'agen
       const child = context.agentActor(name);
       if (!child) return settle(() => reject(new AgentError('stopped', `Agent "${name}" is gone`, { agent: name })));
       const check = (snapshot: AgentSnapshot) => {
-        if (snapshot.matches('connected')) settle(() => resolve(context.handle(name)));
+        if (snapshot.matches('connected')) {
+          // Connected, but its stream already closed: the loss is on its way; wait for it.
+          if (context.isUsable(name)) settle(() => resolve(context.handle(name)));
+        }
         else if (snapshot.matches('disconnected')) settle(() => reject(failureOf(name, snapshot)));
         else if (snapshot.matches('idle') || snapshot.status !== 'active') {
           settle(() => reject(new AgentError('stopped', `Agent "${name}" was stopped before it connected`, { agent: name })));
         }
       };
-      const subscription = child.subscribe(check);
+      // Idle or disconnected now means the command has not reached the agent yet: it is
+      // queued behind the step the agent is in (e.g. sent from a status listener), and that
+      // step's snapshot may still be announced to subscribers. Processing the command leaves
+      // those states, so only a later snapshot tells the outcome.
+      const now = child.getSnapshot();
+      const subscription = child.subscribe((snapshot) => {
+        if (snapshot !== now) check(snapshot);
+      });
       cleanups.push(() => subscription.unsubscribe());
-      check(child.getSnapshot());
+      if (!now.matches('idle') && !now.matches('disconnected')) check(now);
     });
     cleanups.push(() => accepted.unsubscribe());
     if (signal) {

@@ -74,6 +74,10 @@ export class SessionFactory {
       throw new AgentError('not_supported', `${handle.displayName} cannot load sessions (no loadSession capability)`, { agent });
     }
     const existing = this.deps.hub.get(agent, sessionId);
+    if (existing && existing.status === 'failed') {
+      await existing.resume({ signal: options.signal });
+      return existing;
+    }
     if (existing && existing.status !== 'stopped') return existing;
     const cwd = resolve(options.cwd ?? process.cwd());
     const roots = (options.additionalRoots ?? []).map((root) => resolve(root));
@@ -96,7 +100,6 @@ export class SessionFactory {
         sessionId,
         stallTimeoutMs: options.stallTimeoutMs ?? defaults.stallTimeoutMs,
         onStall: options.onStall ?? defaults.onStall,
-        canLoad: handle.agentCapabilities.loadSession === true,
       },
     });
     const session = new Session(
@@ -109,7 +112,6 @@ export class SessionFactory {
         sandbox: new FsSandbox([cwd, ...roots]),
         terminals: new TerminalSet(defaults.terminalOutputByteLimit),
         permissions: options.permissions ?? defaults.permissions,
-        canLoad: handle.agentCapabilities.loadSession === true,
       },
       hub,
     );

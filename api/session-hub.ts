@@ -16,7 +16,7 @@ import {
   type SessionNotification,
 } from '../services/acp-client.service.js';
 import { SandboxViolation } from '../services/fs-sandbox.service.js';
-import { UnknownTerminal } from '../services/terminal.service.js';
+import { TerminalsClosed, UnknownTerminal } from '../services/terminal.service.js';
 import { signalGroup } from '../services/process-group.service.js';
 import type { EventHub } from './event-hub.js';
 import { PermissionBroker, type PermissionRequest } from './permissions.js';
@@ -39,7 +39,7 @@ export interface SessionHubDependencies {
   events: EventHub<SessionHubEvents>;
   agentActor(agent: string): ActorRefFrom<typeof agentMachine> | undefined;
   connection(agent: string): ClientConnection | undefined;
-  ensureConnected(agent: string): Promise<{ canLoad: boolean }>;
+  ensureConnected(agent: string, signal?: AbortSignal): Promise<{ canLoad: boolean }>;
 }
 
 /** Updates for a session not registered yet (sent right after session/new) wait here. */
@@ -107,15 +107,16 @@ export class SessionHub implements SessionHost {
     if (pid) signalGroup(pid, 'SIGKILL');
   }
 
-  async reconnectForResume(agent: string): Promise<boolean> {
-    return (await this.deps.ensureConnected(agent)).canLoad;
+  async reconnectForResume(agent: string, signal?: AbortSignal): Promise<boolean> {
+    return (await this.deps.ensureConnected(agent, signal)).canLoad;
   }
 
   async closeOnAgent(agent: string, sessionId: string): Promise<void> {
     const connection = this.deps.connection(agent);
     const live = this.deps.agentActor(agent)?.getSnapshot().context.initialize;
     if (!connection || connection.signal.aborted || !live?.agentCapabilities?.sessionCapabilities?.close) return;
-    await connection.agent.request(acpMethods.agent.session.close, { sessionId });
+    // Not awaited: an unresponsive agent must not hold up close() (and shutdown with it).
+    connection.agent.request(acpMethods.agent.session.close, { sessionId }).catch(() => {});
   }
 
   forget(session: Session): void {
@@ -142,6 +143,7 @@ export class SessionHub implements SessionHost {
           throw new AcpRequestFailure(acpErrorCodes.invalidParams, error.message);
         }
         if (error instanceof UnknownTerminal) throw new AcpRequestFailure(acpErrorCodes.resourceNotFound, error.message);
+        if (error instanceof TerminalsClosed) throw new AcpRequestFailure(acpErrorCodes.invalidParams, error.message);
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') throw new AcpRequestFailure(acpErrorCodes.resourceNotFound, `No such file: ${(error as Error).message}`);
         throw error;

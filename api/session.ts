@@ -33,7 +33,7 @@ export interface SessionHost {
   /** Kills the agent's process so the restart policy brings it back (stall policy `restart`). */
   restartAgent(agent: string): void;
   /** Makes sure the agent is connected; resolves with whether it supports session/load. */
-  reconnectForResume(agent: string): Promise<boolean>;
+  reconnectForResume(agent: string, signal?: AbortSignal): Promise<boolean>;
   closeOnAgent(agent: string, sessionId: string): Promise<void>;
   forget(session: Session): void;
 }
@@ -45,7 +45,6 @@ export interface SessionResources {
   sandbox: FsSandbox;
   terminals: TerminalSet;
   permissions: PermissionPolicy;
-  canLoad: boolean;
 }
 
 /**
@@ -133,8 +132,8 @@ export class Session implements AsyncIterable<SessionUpdate> {
     const status = this.status;
     if (status === 'ready' || status === 'completed') return;
     if (status !== 'failed') throw this.error(status === 'stopped' ? 'session_closed' : 'session_busy', `Session ${this.id} is ${status}`);
-    const canLoad = await this.host.reconnectForResume(this.agent);
-    options.signal?.throwIfAborted();
+    const canLoad = await this.host.reconnectForResume(this.agent, options.signal);
+    if (options.signal?.aborted) throw this.error('aborted', `Resuming session ${this.id} was aborted`);
     const actor = this.actor();
     if (!canLoad || !actor) throw this.error('not_supported', `${this.agent} cannot load sessions (no loadSession capability): start a new session`);
     this.attach();
@@ -145,7 +144,7 @@ export class Session implements AsyncIterable<SessionUpdate> {
         if (snapshot.matches('ready')) resolve();
         else reject(this.error(snapshot.context.lastError?.kind ?? 'protocol_error', snapshot.context.lastError?.message ?? 'session/load failed'));
       });
-      actor.send({ type: 'resume' });
+      actor.send({ type: 'resume', canLoad });
     });
   }
 

@@ -57,7 +57,7 @@ export class Supervisor {
       events: this.sessionEvents,
       agentActor: (agent) => this.agentActor(agent),
       connection: (agent) => this.connections.get(agent)?.connection,
-      ensureConnected: async (agent) => ({ canLoad: (await this.ensureAgent(agent)).agentCapabilities.loadSession === true }),
+      ensureConnected: async (agent, signal) => ({ canLoad: (await this.ensureAgent(agent, { signal })).agentCapabilities.loadSession === true }),
     });
     this.sessionFactory = new SessionFactory({
       hub: this.sessionHub,
@@ -275,7 +275,12 @@ export class Supervisor {
   }
 
   private waitContext() {
-    return { actor: this.actor, agentActor: (agent: string) => this.agentActor(agent), handle: (agent: string) => this.handle(agent) };
+    return {
+      actor: this.actor,
+      agentActor: (agent: string) => this.agentActor(agent),
+      handle: (agent: string) => this.handle(agent),
+      isUsable: (agent: string) => this.connections.get(agent)?.connection.signal.aborted === false,
+    };
   }
 
   private handle(name: string): AgentHandle {

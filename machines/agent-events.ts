@@ -61,7 +61,7 @@ export type ProcessCommand = { type: 'closeInput' } | { type: 'terminate' } | { 
 
 /** What an agent machine reports to its parent. */
 export type AgentReport =
-  | { type: 'agent.status'; agent: string; status: AgentStatus }
+  | { type: 'agent.status'; agent: string; status: AgentStatus; retrying?: boolean }
   | { type: 'agent.error'; agent: string; failure: AgentFailure };
 
 /** What an agent machine emits to `actor.on(...)` listeners. */

@@ -66,17 +66,15 @@ export const agentMachine = setup({
   },
   guards: {
     /** A loss or a failed automatic attempt may be retried: attempts left, retryable kind. */
-    canRetry: ({ context }) =>
-      context.autoRetry &&
-      context.attempt < context.restart.maxAttempts &&
-      context.lastError !== null &&
-      isRetryable(context.lastError.kind),
+    canRetry: ({ context }) => willRetry(context),
     hasNoProcess: ({ context }) => !context.processRunning,
   },
   actions: {
     reportStatus: enqueueActions(({ enqueue, context, self }, params: { status: AgentStatus }) => {
       enqueue.emit({ type: 'status', agent: context.name, status: params.status });
-      if (self._parent) enqueue.sendParent({ type: 'agent.status', agent: context.name, status: params.status } satisfies AgentReport);
+      // `retrying`: this disconnected agent is about to reconnect (the parent counts it as live).
+      const retrying = params.status === 'disconnected' && willRetry(context);
+      if (self._parent) enqueue.sendParent({ type: 'agent.status', agent: context.name, status: params.status, retrying } satisfies AgentReport);
     }),
     /** Every way into `disconnected` is a failure: report the one just recorded. */
     reportFailure: enqueueActions(({ enqueue, context, self }) => {
@@ -331,6 +329,13 @@ export const agentMachine = setup({
         killing: {
           description: 'SIGKILL sent to the process group.',
           entry: 'killProcess',
+          after: {
+            killTimeout: {
+              target: '#agent.idle',
+              actions: 'releaseProcess',
+              description: 'Not even SIGKILL ended it within killTimeoutMs (stuck in the kernel): stop waiting, release it.',
+            },
+          },
         },
       },
       on: {
@@ -340,6 +345,16 @@ export const agentMachine = setup({
     },
   },
 });
+
+/** A loss or a failed automatic attempt may be retried: attempts left and a retryable error. */
+function willRetry(context: AgentContext): boolean {
+  return (
+    context.autoRetry &&
+    context.attempt < context.restart.maxAttempts &&
+    context.lastError !== null &&
+    isRetryable(context.lastError.kind)
+  );
+}
 
 /** The failure recorded when the process exits; `kind` says in which phase it happened. */
 function exitFailure(kind: 'handshake_failed' | 'agent_exited', context: AgentContext, event: AgentEvent): AgentFailure {

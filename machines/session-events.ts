@@ -13,8 +13,6 @@ export interface SessionMachineInput {
   sessionId: string;
   stallTimeoutMs: number;
   onStall: StallPolicy;
-  /** The agent advertised `loadSession`, so a failed session can be resumed. */
-  canLoad: boolean;
 }
 
 export interface SessionFailure {
@@ -30,7 +28,8 @@ export type SessionEvent =
   | { type: 'permission.settled'; requestId: string }
   /** The agent process is gone: `stopped` when stopped on purpose, else it was lost. */
   | { type: 'agent.lost'; kind: AgentErrorKind; message: string }
-  | { type: 'resume' }
+  /** `canLoad`: the agent's current connection advertises loadSession. */
+  | { type: 'resume'; canLoad: boolean }
   | { type: 'close' };
 
 export interface PromptTurnInput {

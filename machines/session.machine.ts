@@ -43,7 +43,8 @@ export const sessionMachine = setup({
     stallTimeout: ({ context }) => context.stallTimeoutMs,
   },
   guards: {
-    canResume: ({ context }) => context.canLoad,
+    /** Decided on the agent's current connection, which may differ from the one the session began on. */
+    canResume: ({ event }) => event.type === 'resume' && event.canLoad,
     isLastPendingPermission: ({ context, event }) =>
       event.type === 'permission.settled' && context.pendingPermissions.length === 1 && context.pendingPermissions[0] === event.requestId,
     wasStoppedOnPurpose: ({ event }) => event.type === 'agent.lost' && event.kind === 'stopped',
@@ -161,7 +162,13 @@ export const sessionMachine = setup({
     failed: {
       description: 'The turn failed or the agent died; resumable with session/load when the agent supports it.',
       entry: { type: 'reportStatus', params: { status: 'failed' } },
-      on: { resume: { guard: 'canResume', target: 'resuming', description: 'session.resume() on a reconnected agent.' } },
+      on: {
+        resume: { guard: 'canResume', target: 'resuming', description: 'session.resume() on a reconnected agent that can load sessions.' },
+        'agent.lost': [
+          { guard: 'wasStoppedOnPurpose', target: 'stopped', actions: 'recordLoss', description: 'The agent was stopped: the session ends.' },
+          { description: 'Already failed: keep the first failure.' },
+        ],
+      },
     },
     resuming: {
       description: 'session/load on the agent\'s new connection.',

@@ -14,6 +14,8 @@ import { liveStatuses, type AgentReport, type AgentStatus, type AgentTimings } f
 export interface SupervisedAgent {
   displayName: string;
   status: AgentStatus;
+  /** Disconnected, but about to reconnect by itself: counts as live for maxAgents. */
+  retrying: boolean;
 }
 
 export interface SupervisorContext {
@@ -43,8 +45,8 @@ export type SupervisorEmitted =
   | { type: 'command.accepted'; requestId: string; agent: string }
   | { type: 'command.refused'; requestId: string; agent: string; kind: AgentErrorKind; message: string };
 
-const liveAgentCount = (agents: Record<string, SupervisedAgent>) =>
-  Object.values(agents).filter((agent) => liveStatuses.has(agent.status)).length;
+const isLive = (agent: SupervisedAgent) => liveStatuses.has(agent.status) || agent.retrying;
+const liveAgentCount = (agents: Record<string, SupervisedAgent>) => Object.values(agents).filter(isLive).length;
 
 export const supervisorMachine = setup({
   types: {
@@ -62,7 +64,7 @@ export const supervisorMachine = setup({
     wouldExceedAgentLimit: ({ context, event }) => {
       if (!('agent' in event)) return false;
       const target = context.agents[event.agent];
-      if (target && liveStatuses.has(target.status)) return false;
+      if (target && isLive(target)) return false;
       return liveAgentCount(context.agents) >= context.maxAgents;
     },
     allAgentsIdle: ({ context }) => Object.values(context.agents).every((agent) => agent.status === 'idle'),
@@ -74,7 +76,7 @@ export const supervisorMachine = setup({
         id: event.agent,
         input: { ...context.timings, name: event.agent, displayName: event.displayName, jitterSeed: event.jitterSeed },
       });
-      enqueue.assign({ agents: { ...context.agents, [event.agent]: { displayName: event.displayName, status: 'idle' } } });
+      enqueue.assign({ agents: { ...context.agents, [event.agent]: { displayName: event.displayName, status: 'idle', retrying: false } } });
     }),
     forwardToAgent: enqueueActions(({ enqueue, event }) => {
       if (event.type === 'agent.ensure') enqueue.sendTo(event.agent, { type: 'ensure' });
@@ -100,9 +102,9 @@ export const supervisorMachine = setup({
     recordAgentStatus: enqueueActions(({ enqueue, context, event }) => {
       if (event.type !== 'agent.status') return;
       const known = context.agents[event.agent];
-      if (!known) return;
+      if (!known || known.status === event.status) return; // e.g. the initial idle of a new agent
       enqueue.emit({ type: 'agent:status', agent: event.agent, status: event.status, previous: known.status });
-      enqueue.assign({ agents: { ...context.agents, [event.agent]: { ...known, status: event.status } } });
+      enqueue.assign({ agents: { ...context.agents, [event.agent]: { ...known, status: event.status, retrying: event.retrying ?? false } } });
     }),
     relayAgentError: emit(({ event }) => {
       const report = event as Extract<AgentReport, { type: 'agent.error' }>;

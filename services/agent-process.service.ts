@@ -3,9 +3,11 @@
  * tail of its stderr, and the stop ladder's rungs as plain methods. No XState here.
  */
 import { execa } from 'execa';
-import type { Readable, Writable } from 'node:stream';
+import { statSync } from 'node:fs';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { AgentSpec } from './agent-spec.js';
 import type { AgentErrorKind } from './errors.js';
+import { withinGrace } from './grace.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
 import { StderrTail } from './stderr-tail.js';
 
@@ -30,7 +32,10 @@ export interface AgentProcess {
   readonly stderr: StderrTail;
   /** Resolves with the spawn failure, or null once the process is running. */
   readonly spawnFailure: Promise<SpawnFailure | null>;
-  /** Resolves when the group leader has exited (never rejects). */
+  /**
+   * Resolves once the group leader has exited and the rest of its group has been killed
+   * and is gone (never rejects).
+   */
   readonly exited: Promise<ProcessExit>;
   /** True until `exited` resolves. */
   isRunning(): boolean;
@@ -38,12 +43,17 @@ export interface AgentProcess {
   closeInput(): void;
   /** Signals the whole process group; no-op once it is gone. */
   signalGroup(signal: NodeJS.Signals): void;
-  /** SIGKILLs what is left of the group after the leader exited, and waits until nothing runs. */
-  reapGroup(timeoutMs?: number): Promise<void>;
 }
+
+/** How long output pipes may stay open after the process group is gone (held by an escapee). */
+const pipeDrainGraceMs = 200;
 
 /** Spawns `spec` as the leader of a new process group. Never throws for a missing command. */
 export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: number } = {}): AgentProcess {
+  const stderr = new StderrTail(options.stderrLines ?? 20);
+  if (spec.cwd !== undefined && !isDirectory(spec.cwd)) {
+    return notSpawned(stderr, { kind: 'spawn_failed', detail: `cwd ${spec.cwd} is not a directory` });
+  }
   const child = execa(spec.command, spec.args ?? [], {
     cwd: spec.cwd,
     env: spec.env,
@@ -58,7 +68,6 @@ export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: numb
     stripFinalNewline: false,
   });
   const pid = child.pid;
-  const stderr = new StderrTail(options.stderrLines ?? 20);
   // Late writes to a dead child raise EPIPE on these streams; the exit is reported instead.
   child.stdin.on('error', () => {});
   child.stdout.on('error', () => {});
@@ -70,11 +79,25 @@ export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: numb
     (result) => result,
     (error: unknown) => error as Awaited<typeof child>,
   );
-  const exited: Promise<ProcessExit> = settled.then((result) => {
-    running = false;
-    stderr.flush();
-    return { exitCode: result.exitCode ?? null, signal: result.signal ?? null };
+  // The 'exit' event, not execa's promise: execa settles only once every stdio pipe is
+  // closed, and a process left in (or escaped from) the group may hold them open.
+  const exitEvent = new Promise<ProcessExit>((resolve) => {
+    child.once('exit', (exitCode, signal) => resolve({ exitCode, signal }));
   });
+  const exited: Promise<ProcessExit> =
+    pid === undefined
+      ? settled.then(() => ((running = false), { exitCode: null, signal: null }))
+      : exitEvent.then(async (exit) => {
+          running = false;
+          await reap(pid);
+          // Let the last output arrive, but do not wait on pipes an escapee holds open.
+          await withinGrace(settled, pipeDrainGraceMs);
+          child.stdout.destroy();
+          child.stderr.destroy();
+          child.stdin.destroy();
+          stderr.flush();
+          return exit;
+        });
   const spawnFailure: Promise<SpawnFailure | null> =
     pid !== undefined
       ? Promise.resolve(null)
@@ -100,10 +123,34 @@ export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: numb
     signalGroup: (signal) => {
       if (pid !== undefined) signalGroup(pid, signal);
     },
-    reapGroup: async (timeoutMs = 2000) => {
-      if (pid === undefined) return;
-      signalGroup(pid, 'SIGKILL');
-      await waitForGroupExit(pid, timeoutMs);
-    },
   };
+}
+
+/** A process that was never spawned: `spawnFailure` says why. */
+function notSpawned(stderr: StderrTail, failure: SpawnFailure): AgentProcess {
+  return {
+    pid: undefined,
+    stdin: new PassThrough(),
+    stdout: new PassThrough(),
+    stderr,
+    spawnFailure: Promise.resolve(failure),
+    exited: Promise.resolve({ exitCode: null, signal: null }),
+    isRunning: () => false,
+    closeInput: () => {},
+    signalGroup: () => {},
+  };
+}
+
+/** SIGKILLs what is left of the group after its leader exited, and waits until nothing runs. */
+async function reap(pgid: number, timeoutMs = 2000): Promise<void> {
+  signalGroup(pgid, 'SIGKILL');
+  await waitForGroupExit(pgid, timeoutMs);
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }

@@ -45,8 +45,10 @@ export class FsSandbox {
   async writeTextFile(path: string, content: string): Promise<void> {
     const target = await this.check('write', path, true);
     await mkdir(dirname(target), { recursive: true });
-    // O_NOFOLLOW: a symlink planted after the check is refused rather than followed out.
-    const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+    // Check the directory again now that it exists (a link may have been planted on the
+    // way), then open by its real path; O_NOFOLLOW refuses a link planted as the file.
+    const directory = await this.check('write', dirname(target), false);
+    const handle = await open(join(directory, basename(target)), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
     try {
       await handle.writeFile(content, 'utf8');
     } finally {
@@ -56,7 +58,8 @@ export class FsSandbox {
 
   /** The real path of `path` if it lies inside a root; throws SandboxViolation otherwise. */
   async check(operation: 'read' | 'write', path: string, mayNotExist: boolean): Promise<string> {
-    const requested = isAbsolute(path) ? path : resolve(this.roots[0]!, path);
+    // resolve() also normalises: no `..` survives to be cancelled against a missing directory.
+    const requested = resolve(this.roots[0]!, path);
     const real = await realpathOfNearestExisting(requested, mayNotExist);
     const roots = await (this.resolvedRoots ??= Promise.all(this.roots.map((root) => realpath(root).catch(() => root))));
     if (!roots.some((root) => isInside(real, root))) throw new SandboxViolation(operation, path, real);
@@ -70,8 +73,9 @@ function isInside(path: string, root: string): boolean {
 }
 
 /**
- * Resolves every symlink of `path`. For a file that does not exist yet (a write), resolves
- * the nearest existing ancestor and appends the rest, which cannot contain links.
+ * Resolves every symlink of the normalised absolute `path`. For a file that does not exist
+ * yet (a write), resolves the nearest existing ancestor and appends the rest: plain names
+ * (no `..`, no links, since they do not exist).
  */
 async function realpathOfNearestExisting(path: string, mayNotExist: boolean): Promise<string> {
   try {

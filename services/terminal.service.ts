@@ -5,6 +5,7 @@
  */
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
+import { withinGrace } from './grace.js';
 import { signalGroup } from './process-group.service.js';
 
 export interface TerminalExit {
@@ -28,6 +29,8 @@ class Terminal {
   readonly exited: Promise<TerminalExit>;
   readonly pid: number | undefined;
 
+  private released = false;
+
   constructor(request: TerminalRequest, private readonly byteLimit: number) {
     const child = execa(request.command, request.args ?? [], {
       cwd: request.cwd,
@@ -43,10 +46,20 @@ class Terminal {
     this.pid = child.pid;
     child.all?.on('data', (chunk: Buffer) => this.append(chunk));
     child.all?.on('error', () => {});
-    this.exited = child.then(
-      (result) => this.finish(result),
-      (error: unknown) => this.finish(error as Awaited<typeof child>),
+    const settled = child.then(
+      (result) => result,
+      (error: unknown) => error as Awaited<typeof child>,
     );
+    // The command's own exit, not its pipes closing (a background job may hold them);
+    // the output that is still in flight gets a short grace.
+    const exitEvent = new Promise<{ exitCode: number | null; signal: string | null } | null>((resolve) => {
+      if (child.pid === undefined) resolve(null);
+      else child.once('exit', (exitCode, signal) => resolve({ exitCode, signal }));
+    });
+    this.exited = exitEvent.then(async (exit) => {
+      const result = await withinGrace(settled, outputGraceMs);
+      return this.finish(exit ?? result ?? (await settled));
+    });
   }
 
   output(): { output: string; truncated: boolean; exitStatus: TerminalExit | null } {
@@ -54,8 +67,17 @@ class Terminal {
     return { output: decodeFromCharBoundary(buffer), truncated: this.truncatedOutput, exitStatus: this.exit };
   }
 
+  /**
+   * SIGKILLs the command's whole group — also after the command itself exited, since a
+   * background job may live on in it. Never after release: the group id may be reused.
+   */
   kill(): void {
-    if (this.exit === null && this.pid !== undefined) signalGroup(this.pid, 'SIGKILL');
+    if (!this.released && this.pid !== undefined) signalGroup(this.pid, 'SIGKILL');
+  }
+
+  release(): void {
+    this.kill();
+    this.released = true;
   }
 
   private append(chunk: Buffer): void {
@@ -75,12 +97,15 @@ class Terminal {
     }
   }
 
-  private finish(result: { exitCode?: number; signal?: string; code?: string; failed?: boolean }): TerminalExit {
-    this.exit = { exitCode: result.exitCode ?? (result.code === 'ENOENT' ? 127 : null), signal: result.signal ?? null };
+  private finish(result: { exitCode?: number | null; signal?: string | null; code?: string }): TerminalExit {
+    this.exit ??= { exitCode: result.exitCode ?? (result.code === 'ENOENT' ? 127 : null), signal: result.signal ?? null };
     if (result.code === 'ENOENT') this.append(Buffer.from(`command not found\n`));
     return this.exit;
   }
 }
+
+/** How long output may still arrive after a command exited. */
+const outputGraceMs = 200;
 
 /** Drops a partial UTF-8 sequence left at the start by truncation. */
 function decodeFromCharBoundary(buffer: Buffer): string {
@@ -92,10 +117,12 @@ function decodeFromCharBoundary(buffer: Buffer): string {
 /** The terminals of one session. */
 export class TerminalSet {
   private readonly terminals = new Map<string, Terminal>();
+  private closed = false;
 
   constructor(private readonly defaultByteLimit: number) {}
 
   create(request: TerminalRequest): string {
+    if (this.closed) throw new TerminalsClosed();
     const id = `term-${randomUUID()}`;
     const limit = request.outputByteLimit ?? this.defaultByteLimit;
     this.terminals.set(id, new Terminal(request, Math.min(limit, this.defaultByteLimit)));
@@ -116,16 +143,18 @@ export class TerminalSet {
 
   /** Kills the terminal if it still runs and forgets it. */
   release(id: string): void {
-    this.get(id).kill();
+    this.get(id).release();
     this.terminals.delete(id);
   }
 
-  /** Kills every terminal and waits for them to exit (session close). */
+  /** Kills every terminal, waits for them to exit, and refuses new ones (session close). */
   async releaseAll(): Promise<void> {
+    this.closed = true;
     const all = [...this.terminals.values()];
     this.terminals.clear();
     for (const terminal of all) terminal.kill();
     await Promise.all(all.map((terminal) => terminal.exited));
+    for (const terminal of all) terminal.release();
   }
 
   get size(): number {
@@ -136,6 +165,13 @@ export class TerminalSet {
     const terminal = this.terminals.get(id);
     if (!terminal) throw new UnknownTerminal(id);
     return terminal;
+  }
+}
+
+/** A terminal asked for after its session closed. */
+export class TerminalsClosed extends Error {
+  constructor() {
+    super('The session is closed: no new terminals');
   }
 }
 

@@ -153,7 +153,9 @@ describe('connected → disconnected → reconnecting → connected', () => {
     }
     await waitForStatus(supervisor, 'fixture', 'disconnected');
     clock.increment(600_000);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A stray timer would have spawned synchronously inside increment(): status and pid say so at once.
+    expect(supervisor.getStatus('fixture')).toBe('disconnected');
+    expect(supervisor.list()[0]!.pid).toBeNull();
     expect(files.pidLines()).toHaveLength(4);
     expect(supervisor.list()[0]).toMatchObject({ status: 'disconnected', attempt: 3, lastError: { kind: 'handshake_failed' } });
   });
@@ -187,8 +189,8 @@ describe('connected → disconnected → reconnecting → connected', () => {
     await waitForStatus(supervisor, 'fixture', 'reconnecting');
     const reconnected = await supervisor.reconnect('fixture'); // no clock advance needed
     expect(reconnected.pid).not.toBe(agent.pid);
-    clock.increment(60_000);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    clock.increment(60_000); // the cancelled backoff timer must not fire a second spawn
+    expect(supervisor.list()[0]).toMatchObject({ status: 'connected', pid: reconnected.pid });
     expect(files.pidLines()).toHaveLength(2);
   });
 

@@ -67,6 +67,7 @@ describe('fs/read_text_file and fs/write_text_file', () => {
       { op: 'write', path: join(outside, 'planted.txt'), content: 'x' },
       { op: 'write', path: join(workspace, 'link-to-secret.txt'), content: 'overwritten' },
       { op: 'write', path: join(workspace, 'link-to-outside', 'planted.txt'), content: 'x' },
+      { op: 'write', path: `${workspace}/missing/../link-to-outside/planted.txt`, content: 'x' },
     ];
     for (const attempt of attempts) {
       const answer = await ask(session, attempt);
@@ -75,7 +76,7 @@ describe('fs/read_text_file and fs/write_text_file', () => {
     }
     expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe('top secret');
     expect(existsSync(join(outside, 'planted.txt'))).toBe(false);
-    expect(violations.map((violation) => violation.operation)).toEqual(['read', 'read', 'read', 'read', 'write', 'write', 'write']);
+    expect(violations.map((violation) => violation.operation)).toEqual(['read', 'read', 'read', 'read', 'write', 'write', 'write', 'write']);
   });
 
   it('additionalRoots extends the sandbox', async () => {

@@ -116,9 +116,8 @@ describe('shutdown()', () => {
     await supervisor.shutdown();
     expect(isRunning(a.pid)).toBe(false);
     clock.increment(600_000); // the cancelled backoff must not spawn anything
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(supervisor.list().map((agent) => [agent.status, agent.pid])).toEqual([['idle', null], ['idle', null], ['idle', null]]);
     expect(files.pidLines()).toHaveLength(2);
-    expect(supervisor.list().map((agent) => agent.status)).toEqual(['idle', 'idle', 'idle']);
     await expect(supervisor.ensureAgent('c')).rejects.toMatchObject({ kind: 'shutting_down' });
     await expect(supervisor.reconnect('a')).rejects.toMatchObject({ kind: 'shutting_down' });
     expect(() => supervisor!.register('d', fixtureSpec())).toThrow(expect.objectContaining({ kind: 'shutting_down' }));
@@ -131,5 +130,35 @@ describe('shutdown()', () => {
     expect(result.timedOut).toBe(false);
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain('shutdown complete');
+  });
+});
+
+describe('processes that hold the agent pipes', () => {
+  it('a crash is noticed at once even while a grandchild keeps stdout open, and the grandchild dies', async () => {
+    const clock = new SimulatedClock();
+    supervisor = createSupervisor({
+      clock,
+      agents: { fixture: fixtureSpec(['--spawn-grandchild', '--grandchild-holds-stdio', '--pid-file', files.path('pids.txt')]) },
+    });
+    await supervisor.ensureAgent('fixture');
+    const [agentPid, grandchildPid] = files.pidLines()[0]!;
+    process.kill(agentPid!, 'SIGKILL');
+    await waitForStatus(supervisor, 'fixture', 'reconnecting', 3_000);
+    expect(isRunning(grandchildPid!)).toBe(false);
+  });
+
+  it('stop() settles even when an escaped process holds the agent stdout open', async () => {
+    supervisor = createSupervisor({
+      agents: { fixture: fixtureSpec(['--spawn-grandchild', '--grandchild-holds-stdio', '--grandchild-escapes', '--pid-file', files.path('pids.txt')]) },
+    });
+    await supervisor.ensureAgent('fixture');
+    const [agentPid, escapeePid] = files.pidLines()[0]!;
+    try {
+      await supervisor.stop('fixture');
+      expect(isRunning(agentPid!)).toBe(false);
+      expect(supervisor.getStatus('fixture')).toBe('idle');
+    } finally {
+      process.kill(escapeePid!, 'SIGKILL'); // out of the group's reach by design
+    }
   });
 });

@@ -1,7 +1,7 @@
 /** Supervisor-level rules on real processes: concurrency, maxAgents, typed refusals. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentError, createSupervisor, presets, type Supervisor } from '../../index.js';
-import { fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
+import { eventually, fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
 
 let files: ReturnType<typeof scratch>;
 let supervisor: Supervisor | undefined;
@@ -119,5 +119,39 @@ describe('presets', () => {
   it('a missing preset agent fails with not_installed and its display name', async () => {
     supervisor = createSupervisor({ agents: { codex: presets.codex({ command: 'codex-acp-not-installed-here' }) } });
     await expect(supervisor.ensureAgent('codex')).rejects.toMatchObject({ kind: 'not_installed', message: "Could not start Codex. Check that it's installed." });
+  });
+});
+
+describe('commands sent from inside listeners', () => {
+  it('an agent about to reconnect still counts against maxAgents, even mid-step', async () => {
+    supervisor = createSupervisor({ maxAgents: 1, agents: { a: fixtureSpec(), b: fixtureSpec() } });
+    const a = await supervisor.ensureAgent('a');
+    let attempt: Promise<unknown> | undefined;
+    supervisor.on('agent:status', ({ agent, status }) => {
+      if (agent === 'a' && status === 'disconnected') attempt = supervisor!.ensureAgent('b').catch((error: unknown) => error);
+    });
+    process.kill(a.pid, 'SIGKILL');
+    await eventually(() => attempt !== undefined, 'the loss to be reported');
+    expect(await attempt).toMatchObject({ kind: 'limit_reached' });
+  });
+
+  it('ensureAgent from a status listener waits for its own outcome, not the stale state', async () => {
+    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    await supervisor.ensureAgent('fixture');
+    let restarted: Promise<unknown> | undefined;
+    supervisor.on('agent:status', ({ status }) => {
+      if (status === 'idle' && !restarted) restarted = supervisor!.ensureAgent('fixture');
+    });
+    await supervisor.stop('fixture');
+    const handle = (await restarted) as { pid: number };
+    expect(isRunning(handle.pid)).toBe(true);
+  });
+
+  it('registering an agent emits no status event (it is idle, as before)', async () => {
+    supervisor = createSupervisor();
+    const statuses: string[] = [];
+    supervisor.on('agent:status', ({ agent, status, previous }) => statuses.push(`${agent}:${previous}→${status}`));
+    supervisor.register('late', fixtureSpec());
+    expect(statuses).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -33,6 +33,18 @@ describe('FsSandbox', () => {
     }
     await expect(sandbox.writeTextFile(join(root, 'sub', 'up', 'new.txt'), 'x'), 'new file through a link').rejects.toBeInstanceOf(SandboxViolation);
     expect(readFileSync(join(base, 'outside.txt'), 'utf8')).toBe('outside');
+  });
+
+  it('normalises before resolving: "missing/../link" cannot smuggle a link past the check', async () => {
+    const sandbox = new FsSandbox([root]);
+    symlinkSync(base, join(root, 'link'));
+    const unnormalised = `${root}/missing/../link/planted.txt`; // not join(): keep the ..
+    await expect(sandbox.writeTextFile(unnormalised, 'x')).rejects.toBeInstanceOf(SandboxViolation);
+    await expect(sandbox.readTextFile(`${root}/missing/../link/outside.txt`)).rejects.toBeInstanceOf(SandboxViolation);
+    await expect(sandbox.writeTextFile('missing/../link/planted.txt', 'x')).rejects.toBeInstanceOf(SandboxViolation);
+    expect(existsSync(join(base, 'planted.txt'))).toBe(false);
+    await sandbox.writeTextFile(`${root}/missing/../fine.txt`, 'ok');
+    expect(readFileSync(join(root, 'fine.txt'), 'utf8')).toBe('ok');
   });
 
   it('a root that is itself reached through a symlink still works', async () => {

@@ -18,7 +18,7 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
   });
   const actor = createActor(machine, {
     clock,
-    input: { agent: 'codex', sessionId: 's1', stallTimeoutMs: 120_000, onStall: 'none', canLoad: false, ...overrides },
+    input: { agent: 'codex', sessionId: 's1', stallTimeoutMs: 120_000, onStall: 'none', ...overrides },
   });
   const statuses: string[] = [];
   const stalls: string[] = [];
@@ -87,17 +87,18 @@ describe('session machine', () => {
     expect(other.turns[0]!.aborted()).toBe(true);
   });
 
-  it('resumes only when the agent can load sessions', async () => {
-    const unable = startSession({ canLoad: false });
-    unable.actor.send({ type: 'agent.lost', kind: 'agent_exited', message: 'gone' });
-    unable.actor.send({ type: 'resume' });
-    expect(unable.value()).toBe('failed');
-    const able = startSession({ canLoad: true });
-    able.actor.send({ type: 'agent.lost', kind: 'agent_exited', message: 'gone' });
-    able.actor.send({ type: 'resume' });
+  it('resumes only when the agent (on its current connection) can load sessions', async () => {
+    const session = startSession();
+    session.actor.send({ type: 'agent.lost', kind: 'agent_exited', message: 'gone' });
+    session.actor.send({ type: 'agent.lost', kind: 'agent_exited', message: 'gone again' });
+    expect(session.statuses).toEqual(['ready', 'failed']); // failing twice reports once
+    expect(session.actor.getSnapshot().context.lastError?.message).toBe('gone');
+    session.actor.send({ type: 'resume', canLoad: false });
+    expect(session.value()).toBe('failed');
+    session.actor.send({ type: 'resume', canLoad: true });
     await flush();
-    expect(able.value()).toBe('ready');
-    expect(able.loads()).toBe(1);
+    expect(session.value()).toBe('ready');
+    expect(session.loads()).toBe(1);
   });
 
   it('close and a deliberate stop of the agent end the session; leaving prompting aborts the turn', () => {
