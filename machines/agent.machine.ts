@@ -125,6 +125,8 @@ export const agentMachine = setup({
       lastError: ({ context, event }) => exitFailure('agent_exited', context, event),
     }),
     countAttempt: assign({ attempt: ({ context }) => context.attempt + 1 }),
+    /** Stopped agents start afresh: no error, no attempts counted. */
+    forgetFailures: assign({ attempt: 0, lastError: null }),
     resetAttempts: assign({ attempt: 0 }),
     allowAutoRetry: assign({ autoRetry: true }),
     /** Starts requested by a caller report their failure to that caller instead. */
@@ -176,8 +178,8 @@ export const agentMachine = setup({
   },
   states: {
     idle: {
-      description: 'No process. Waits for ensureAgent().',
-      entry: { type: 'reportStatus', params: { status: 'idle' } },
+      description: 'No process, a clean slate (no error, attempt 0). Waits for ensureAgent().',
+      entry: [{ type: 'reportStatus', params: { status: 'idle' } }, 'forgetFailures'],
       on: {
         ensure: {
           target: 'starting',

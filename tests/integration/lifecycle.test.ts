@@ -218,3 +218,13 @@ describe('disconnected → starting', () => {
     expect(isRunning(agent.pid)).toBe(true);
   });
 });
+
+describe('stop → idle', () => {
+  it('leaves a clean slate: no error, attempt 0', async () => {
+    supervisor = createSupervisor({ agents: { ghost: { command: 'agentvisor-no-such-agent' } } });
+    await expect(supervisor.ensureAgent('ghost')).rejects.toMatchObject({ kind: 'not_installed' });
+    expect(supervisor.list()[0]!.lastError).not.toBeNull();
+    await supervisor.stop('ghost');
+    expect(supervisor.list()[0]).toMatchObject({ status: 'idle', lastError: null, attempt: 0 });
+  });
+});
