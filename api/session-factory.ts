@@ -15,6 +15,7 @@ import type { EventHub } from './event-hub.js';
 import { requirePermissionPolicy, requireStallPolicy, type SessionDefaults } from './options.js';
 import type { PermissionPolicy } from './permissions.js';
 import { Session } from './session.js';
+import { abortable } from './waiting.js';
 import type { SessionHub, SessionHubEvents } from './session-hub.js';
 import type { AgentHandle } from './supervisor.js';
 
@@ -54,13 +55,14 @@ export class SessionFactory {
     const roots = (options.additionalRoots ?? []).map((root) => resolve(root));
     let sessionId: string;
     try {
-      const response = await handle.connection.agent.request(acpMethods.agent.session.new, {
+      const request = handle.connection.agent.request(acpMethods.agent.session.new, {
         cwd,
         mcpServers: options.mcpServers ?? [],
         ...(roots.length > 0 && handle.agentCapabilities.sessionCapabilities?.additionalDirectories ? { additionalDirectories: roots } : {}),
       });
-      sessionId = response.sessionId;
+      sessionId = (await abortable(request, options.signal, agent)).sessionId;
     } catch (error) {
+      if (error instanceof AgentError) throw error;
       throw this.failure(handle, error, 'session/new');
     }
     return this.open(handle, sessionId, cwd, roots, options);
