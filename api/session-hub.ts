@@ -61,7 +61,13 @@ export class SessionHub implements SessionHost {
         return heardBySession || heardBySupervisor;
       },
       pending: (agent, sessionId, requestId) => this.sessionActor(agent, sessionId)?.send({ type: 'permission.requested', requestId }),
-      settled: (agent, sessionId, requestId) => this.sessionActor(agent, sessionId)?.send({ type: 'permission.settled', requestId }),
+      settled: (agent, sessionId, requestId) => {
+        // A request answered because the connection closed is not the turn going on: the
+        // agent is gone, and the session is about to fail (agent.lost clears the request).
+        const connection = deps.connection(agent);
+        if (!connection || connection.signal.aborted) return;
+        this.sessionActor(agent, sessionId)?.send({ type: 'permission.settled', requestId });
+      },
     });
   }
 
