@@ -64,6 +64,7 @@ export const sessionMachine = setup({
       stallTimeoutMs: context.stallTimeoutMs,
     })),
     countTurn: assign({ turns: ({ context }) => context.turns + 1, lastError: null }),
+    clearFailure: assign({ lastError: null }),
     recordStopReason: assign({
       lastStopReason: ({ event }) => (event as unknown as { output: PromptTurnOutput }).output.stopReason,
       pendingPermissions: [],
@@ -177,7 +178,7 @@ export const sessionMachine = setup({
         id: 'loadSession',
         src: 'loadSession',
         input: ({ context }) => ({ agent: context.agent, sessionId: context.sessionId }),
-        onDone: { target: 'ready', description: 'The agent restored the session.' },
+        onDone: { target: 'ready', actions: 'clearFailure', description: 'The agent restored the session.' },
         onError: { target: 'failed', actions: 'recordFailure', description: 'session/load failed.' },
       },
     },

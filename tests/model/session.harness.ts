@@ -110,7 +110,7 @@ export class SessionRun {
   private agentStatus: AgentStatus = 'connected';
   private spawns = 0;
   private expectedRequests = 0;
-  /** The session failed since its last prompt: `lastError` keeps agent_exited until the next turn. */
+  /** The session failed since its last prompt or resume: `lastError` is agent_exited until then. */
   private failedSinceTurn = false;
   private index = 0;
 
@@ -213,7 +213,10 @@ export class SessionRun {
       }
       case 'RESUME':
         if (refused) await this.expectRefusal(this.session.resume(), refused, 'resume()');
-        else await within(this.session.resume(), previous.matches('failed') ? 'resume() with session/load' : 'resume() of a session that did not fail');
+        else {
+          await within(this.session.resume(), previous.matches('failed') ? 'resume() with session/load' : 'resume() of a session that did not fail');
+          this.failedSinceTurn = false; // a resumed session has no failure to report
+        }
         break;
       case 'PERMISSION_REQUESTED':
         this.expectedRequests++;
