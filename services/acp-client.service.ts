@@ -132,7 +132,7 @@ function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
     }
   };
   const { sessionUpdate, requestPermission, readTextFile, writeTextFile, createTerminal, terminalOutput, waitForTerminalExit, killTerminal, releaseTerminal } = handlers;
-  if (sessionUpdate) app.onNotification(methods.client.session.update, ({ params }) => sessionUpdate(params));
+  if (sessionUpdate) app.onNotification(methods.client.session.update, parseSessionNotification, ({ params }) => sessionUpdate(params));
   if (requestPermission) app.onRequest(methods.client.session.requestPermission, ({ params, signal }) => answer(() => requestPermission(params, signal)));
   if (readTextFile) app.onRequest(methods.client.fs.readTextFile, ({ params }) => answer(() => readTextFile(params)));
   if (writeTextFile) app.onRequest(methods.client.fs.writeTextFile, ({ params }) => answer(() => writeTextFile(params)));
@@ -141,6 +141,27 @@ function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
   if (waitForTerminalExit) app.onRequest(methods.client.terminal.waitForExit, ({ params, signal }) => answer(() => waitForTerminalExit(params, signal)));
   if (killTerminal) app.onRequest(methods.client.terminal.kill, ({ params }) => answer(() => killTerminal(params)));
   if (releaseTerminal) app.onRequest(methods.client.terminal.release, ({ params }) => answer(() => releaseTerminal(params)));
+}
+
+/**
+ * The shape check for `session/update`, in place of the SDK's full schema validation: a
+ * stream of updates is the hot path (the schema's intersections cost more than everything
+ * else a chunk goes through), and updates are passed on unchanged anyway. What routing
+ * relies on is checked; a malformed notification is rejected like any invalid params.
+ */
+export function parseSessionNotification(params: unknown): SessionNotification {
+  const candidate = params as { sessionId?: unknown; update?: { sessionUpdate?: unknown } } | null;
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.sessionId !== 'string' ||
+    candidate.update === null ||
+    typeof candidate.update !== 'object' ||
+    typeof candidate.update.sessionUpdate !== 'string'
+  ) {
+    throw RequestError.invalidParams(params, 'session/update needs a sessionId and an update with a sessionUpdate kind');
+  }
+  return candidate as SessionNotification;
 }
 
 /** True when `error` is the agent's "authentication required" answer. */
