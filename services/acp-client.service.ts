@@ -144,10 +144,10 @@ function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
 }
 
 /**
- * The shape check for `session/update`, in place of the SDK's full schema validation: a
- * stream of updates is the hot path (the schema's intersections cost more than everything
- * else a chunk goes through), and updates are passed on unchanged anyway. What routing
- * relies on is checked; a malformed notification is rejected like any invalid params.
+ * The params parser for `session/update`. The SDK's client app already validates every
+ * `session/update` against the schema in its own session router before our handler runs;
+ * parsing it a second time doubled the cost of the hot path (a stream of updates), so this
+ * only re-checks what routing relies on.
  */
 export function parseSessionNotification(params: unknown): SessionNotification {
   const candidate = params as { sessionId?: unknown; update?: { sessionUpdate?: unknown } } | null;
