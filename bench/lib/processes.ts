@@ -1,0 +1,110 @@
+/**
+ * Is anything left behind? Liveness checks that treat zombies as dead, and a scan of this
+ * process's own children (other engineers' test agents on the same machine are not ours).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { sleep } from './stats.js';
+
+/** True while `pid` runs (a zombie counts as dead). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const state = procStat(pid)?.state;
+  return state !== undefined && state !== 'Z' && state !== 'X';
+}
+
+function procStat(pid: number): { state: string; ppid: number; pgrp: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0]!, ppid: Number(fields[1]), pgrp: Number(fields[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Live (non-zombie) processes whose command line mentions one of `scripts` and that are
+ * ours: a child of this process, or in the process group of a pid we spawned.
+ */
+export function leftoverAgents(scripts: readonly string[], spawnedPids: Iterable<number> = []): number[] {
+  const groups = new Set(spawnedPids);
+  const found: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [...groups].filter(isRunning);
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    const stat = procStat(pid);
+    if (!stat || stat.state === 'Z' || stat.state === 'X') continue;
+    if (stat.ppid !== process.pid && !groups.has(stat.pgrp) && !groups.has(pid)) continue;
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (scripts.some((script) => cmdline.includes(script))) found.push(pid);
+  }
+  return found;
+}
+
+/** Waits (polling) until none of `pids` runs; returns the ones still running at the deadline. */
+export async function waitUntilGone(pids: Iterable<number>, timeoutMs = 5000): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  let alive = [...pids].filter(isRunning);
+  while (alive.length > 0 && Date.now() < deadline) {
+    await sleep(10);
+    alive = alive.filter(isRunning);
+  }
+  return alive;
+}
+
+/** SIGKILLs the process groups of `pids` (a benchmark's last-resort cleanup). */
+export function killGroups(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Reads a fixture `--pid-file`: the agent pid of every start, in order. */
+export function readPidFile(path: string): number[] {
+  try {
+    return readFileSync(path, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => Number(line.split(' ')[0]));
+  } catch {
+    return [];
+  }
+}
+
+/** CPU time (user + system, ms) a process has used so far, from /proc; NaN if unreadable. */
+export function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of stat (utime, stime) are at 11 and 12 after the command; ticks of 1/100 s.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU time (user + system, ms) this process has used so far. */
+export function ownCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}

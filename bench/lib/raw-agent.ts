@@ -1,0 +1,121 @@
+/**
+ * The raw baseline: the same work as agentvisor does, written directly with execa and
+ * `@agentclientprotocol/sdk` — no agentvisor, no XState. Spawn in a new process group,
+ * connect the SDK client over the child's stdio, `initialize`, and stop with the same
+ * ladder (close stdin → SIGTERM the group → SIGKILL the group).
+ *
+ * stdio: stdin/stdout piped for ACP; stderr ignored (agentvisor pipes and keeps a tail of
+ * it; the baseline is the minimal correct consumer, so any cost of that shows as overhead).
+ */
+import { Readable, Writable } from 'node:stream';
+import { client, ndJsonStream, PROTOCOL_VERSION, type ClientApp, type ClientConnection, type InitializeResponse } from '@agentclientprotocol/sdk';
+import { execa, type ResultPromise } from 'execa';
+import { now } from './stats.js';
+
+export interface RawAgent {
+  pid: number;
+  child: ResultPromise;
+  stdin: Writable;
+  connection: ClientConnection;
+  initialize: InitializeResponse;
+  /** Resolves when the child has exited (never rejects). */
+  exited: Promise<void>;
+  isRunning(): boolean;
+  /** Phase timestamps (performance.now() ms) of this start. */
+  timings: { start: number; spawned: number; initialized: number };
+}
+
+export interface RawStartOptions {
+  /** Registers handlers on the SDK client app before it connects. */
+  configure?: (app: ClientApp) => void;
+}
+
+/** Spawns `node script ...args` as a group leader and performs the `initialize` handshake. */
+export async function startRawAgent(script: string, args: readonly string[] = [], options: RawStartOptions = {}): Promise<RawAgent> {
+  const start = now();
+  const child = execa(process.execPath, [script, ...args], {
+    detached: true,
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'ignore',
+    buffer: false,
+    reject: false,
+    cleanup: false,
+  });
+  const pid = child.pid;
+  if (pid === undefined) {
+    await child;
+    throw new Error(`could not spawn ${script}`);
+  }
+  child.stdin.on('error', () => {});
+  child.stdout.on('error', () => {});
+  const spawned = now();
+  let running = true;
+  const exited = child.then(
+    () => {
+      running = false;
+    },
+    () => {
+      running = false;
+    },
+  );
+  const app = client({ name: 'raw-baseline' });
+  options.configure?.(app);
+  const connection = app.connect(
+    ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>),
+  );
+  let initialize: InitializeResponse;
+  try {
+    initialize = await connection.agent.request('initialize', {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: {},
+      clientInfo: { name: 'raw-baseline', version: '0.0.0' },
+    });
+  } catch (error) {
+    killGroup(pid, 'SIGKILL');
+    await exited;
+    throw error;
+  }
+  return { pid, child, stdin: child.stdin, connection, initialize, exited, isRunning: () => running, timings: { start, spawned, initialized: now() } };
+}
+
+export interface LadderTimeouts {
+  shutdownTimeoutMs: number;
+  killTimeoutMs: number;
+}
+
+/** The stop ladder: close ACP and stdin, wait, SIGTERM the group, wait, SIGKILL the group. */
+export async function stopRawAgent(
+  agent: RawAgent,
+  timeouts: LadderTimeouts = { shutdownTimeoutMs: 5000, killTimeoutMs: 2000 },
+  onRung?: (rung: 'SIGTERM' | 'SIGKILL') => void,
+): Promise<void> {
+  agent.connection.close();
+  if (!agent.stdin.destroyed) agent.stdin.end();
+  if (await exitsWithin(agent, timeouts.shutdownTimeoutMs)) return;
+  onRung?.('SIGTERM');
+  killGroup(agent.pid, 'SIGTERM');
+  if (await exitsWithin(agent, timeouts.killTimeoutMs)) return;
+  onRung?.('SIGKILL');
+  killGroup(agent.pid, 'SIGKILL');
+  await agent.exited;
+}
+
+async function exitsWithin(agent: RawAgent, ms: number): Promise<boolean> {
+  if (!agent.isRunning()) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const exited = await Promise.race([agent.exited.then(() => true as const), timedOut]);
+  clearTimeout(timer);
+  return exited;
+}
+
+export function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is gone
+  }
+}

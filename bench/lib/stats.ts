@@ -1,0 +1,153 @@
+/**
+ * Timing and statistics for the benchmarks: a monotonic clock, medians and spreads, and
+ * interleaved A/B rounds (warm-up first, alternating order) so that noise from other work
+ * on the machine falls on both sides alike.
+ */
+import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** Milliseconds on a monotonic clock. */
+export const now = (): number => performance.now();
+
+/** Resolves after `ms` milliseconds. */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function median(values: readonly number[]): number {
+  return quantile(values, 0.5);
+}
+
+/** Linear-interpolated quantile (q in 0..1) of `values`; NaN when empty. */
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const position = (sorted.length - 1) * q;
+  const low = Math.floor(position);
+  const high = Math.ceil(position);
+  return sorted[low]! + (sorted[high]! - sorted[low]!) * (position - low);
+}
+
+/** A sample's shape: median, min, max, and the interquartile range relative to the median. */
+export interface Spread {
+  n: number;
+  median: number;
+  min: number;
+  max: number;
+  /** (p75 − p25) / median: how noisy the rounds were. */
+  iqrPct: number;
+}
+
+export function spread(values: readonly number[]): Spread {
+  const mid = median(values);
+  return {
+    n: values.length,
+    median: round(mid),
+    min: round(Math.min(...values)),
+    max: round(Math.max(...values)),
+    iqrPct: round(((quantile(values, 0.75) - quantile(values, 0.25)) / mid) * 100, 1),
+  };
+}
+
+export function round(value: number, digits = 2): number {
+  const scale = 10 ** digits;
+  return Math.round(value * scale) / scale;
+}
+
+/** One measured round of one side: its headline value plus any named extras. */
+export interface Sample {
+  value: number;
+  extra?: Record<string, number>;
+}
+
+export interface InterleavedOptions {
+  warmup: number;
+  rounds: number;
+  baseline: () => Promise<Sample>;
+  agentvisor: () => Promise<Sample>;
+  /** Called after every measured round (progress output). */
+  onRound?: (round: number, baseline: Sample, agentvisor: Sample) => void;
+}
+
+export interface Interleaved {
+  baseline: Sample[];
+  agentvisor: Sample[];
+}
+
+/**
+ * Runs `warmup` unmeasured rounds of both sides, then `rounds` measured ones. Each round
+ * runs both sides back to back, in alternating order (A B, B A, A B, ...), so neither side
+ * is always the one that runs right after the other's garbage or child-process exits.
+ */
+export async function interleave(options: InterleavedOptions): Promise<Interleaved> {
+  const samples = await rotate({
+    warmup: options.warmup,
+    rounds: options.rounds,
+    sides: { baseline: options.baseline, agentvisor: options.agentvisor },
+    onRound: (round, samples) => options.onRound?.(round, samples['baseline']!, samples['agentvisor']!),
+  });
+  return { baseline: samples['baseline']!, agentvisor: samples['agentvisor']! };
+}
+
+export interface RotateOptions {
+  warmup: number;
+  rounds: number;
+  sides: Record<string, () => Promise<Sample>>;
+  onRound?: (round: number, samples: Record<string, Sample>) => void;
+}
+
+/**
+ * `interleave` for any number of sides: round i starts with side i mod n and goes on in
+ * order (A B C, B C A, C A B, ...). Warm-up rounds run every side once, unmeasured.
+ */
+export async function rotate(options: RotateOptions): Promise<Record<string, Sample[]>> {
+  const names = Object.keys(options.sides);
+  for (let i = 0; i < options.warmup; i++) for (const name of names) await options.sides[name]!();
+  const result: Record<string, Sample[]> = Object.fromEntries(names.map((name) => [name, []]));
+  for (let i = 0; i < options.rounds; i++) {
+    const round: Record<string, Sample> = {};
+    for (let k = 0; k < names.length; k++) {
+      const name = names[(i + k) % names.length]!;
+      round[name] = await options.sides[name]!();
+      result[name]!.push(round[name]!);
+    }
+    options.onRound?.(i + 1, round);
+  }
+  return result;
+}
+
+/** The medians of every named extra across samples. */
+export function medianExtras(samples: readonly Sample[]): Record<string, number> {
+  const keys = new Set(samples.flatMap((sample) => Object.keys(sample.extra ?? {})));
+  const out: Record<string, number> = {};
+  for (const key of keys) {
+    const values = samples.map((sample) => sample.extra?.[key]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+    out[key] = round(median(values));
+  }
+  return out;
+}
+
+/** Forces a full garbage collection (with or without --expose-gc) and returns heapUsed in bytes. */
+export async function settledHeapUsed(): Promise<number> {
+  const gc = forceGc();
+  // Let pending microtasks and timers finish, then collect twice (weak refs, finalizers).
+  await sleep(20);
+  gc();
+  await sleep(0);
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+let cachedGc: (() => void) | undefined;
+
+function forceGc(): () => void {
+  if (cachedGc) return cachedGc;
+  const global = globalThis as { gc?: () => void };
+  if (typeof global.gc === 'function') {
+    cachedGc = global.gc;
+    return cachedGc;
+  }
+  // No --expose-gc: enable it at runtime and take gc() from a fresh context.
+  setFlagsFromString('--expose-gc');
+  cachedGc = runInNewContext('gc') as () => void;
+  return cachedGc;
+}

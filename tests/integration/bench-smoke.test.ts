@@ -1,0 +1,67 @@
+/**
+ * Keeps the benchmarks from rotting: each one runs once at its tiny smoke size and must
+ * write a well-formed result line (to a temp file, never bench/results/latest.jsonl) and
+ * leave no process behind. Timing is never asserted — `npm run bench` is where it counts.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import * as fanOut from '../../bench/fan-out.bench.js';
+import * as handshake from '../../bench/handshake.bench.js';
+import { agentScripts } from '../../bench/lib/agentvisor.js';
+import { prepareAgentEnvironment } from '../../bench/lib/env.js';
+import { leftoverAgents } from '../../bench/lib/processes.js';
+import type { BenchContext, BenchResult } from '../../bench/lib/results.js';
+import * as restartStorm from '../../bench/restart-storm.bench.js';
+import * as shutdown from '../../bench/shutdown.bench.js';
+import * as stream from '../../bench/stream.bench.js';
+
+prepareAgentEnvironment(); // as `npm run bench` does (this file runs in its own fork)
+const dir = mkdtempSync(join(tmpdir(), 'agentvisor-bench-smoke-'));
+const resultsFile = join(dir, 'results.jsonl');
+const ctx: BenchContext = { resultsFile, log: () => {} };
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function lastLine(): BenchResult {
+  const lines = readFileSync(resultsFile, 'utf8').trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as BenchResult;
+}
+
+function expectWellFormed(result: BenchResult, name: string): void {
+  const line = lastLine();
+  expect(line).toEqual(JSON.parse(JSON.stringify(result)));
+  expect(line.benchmark).toBe(name);
+  for (const key of ['baseline', 'agentvisor', 'ratio'] as const) {
+    expect(Number.isFinite(line[key]), `${key} = ${line[key]}`).toBe(true);
+    expect(line[key]).toBeGreaterThan(0);
+  }
+  expect(line.unit).toMatch(/\S/);
+  expect(line.goal).toMatch(/\S/);
+  expect(typeof line.met).toBe('boolean');
+  expect((line.details['processes'] as { leftover: number }).leftover).toBe(0);
+  expect(leftoverAgents(agentScripts)).toEqual([]);
+}
+
+describe('benchmarks at smoke size', () => {
+  it('handshake', async () => {
+    expectWellFormed(await handshake.handshakeBench(handshake.smokeSize, ctx), 'handshake');
+  }, 30_000);
+
+  it('stream', async () => {
+    expectWellFormed(await stream.streamBench(stream.smokeSize, ctx), 'stream');
+  }, 30_000);
+
+  it('fan-out', async () => {
+    expectWellFormed(await fanOut.fanOutBench(fanOut.smokeSize, ctx), 'fan-out');
+  }, 30_000);
+
+  it('shutdown', async () => {
+    expectWellFormed(await shutdown.shutdownBench(shutdown.smokeSize, ctx), 'shutdown');
+  }, 30_000);
+
+  it('restart storm', async () => {
+    expectWellFormed(await restartStorm.restartStormBench(restartStorm.smokeSize, ctx), 'restart-storm');
+  }, 30_000);
+});
