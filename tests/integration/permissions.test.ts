@@ -1,30 +1,19 @@
 /** Permission requests on real fixture-agent processes: every policy, timeouts, cancellation. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { createSupervisor, type PermissionRequest, type Supervisor } from '../../index.js';
-import { collectChunks, command, eventually, fixtureSpec, scratch } from '../support/real-agents.js';
+import { createSupervisor, type PermissionRequest } from '../../index.js';
+import { collectChunks, command, eventually, fixtureSpec, useRealAgentEnvironment } from '../support/real-agents.js';
 
-let files: ReturnType<typeof scratch>;
-let supervisor: Supervisor | undefined;
+const env = useRealAgentEnvironment();
 const askPermission = command({ op: 'permission', title: 'Run rm -rf build/' });
-
-beforeEach(() => {
-  files = scratch();
-});
-
-afterEach(async () => {
-  await supervisor?.shutdown();
-  supervisor = undefined;
-  files.cleanup();
-});
 
 describe('fixed policies', () => {
   it.each([
     ['allow', 'permission:allow', 'end_turn'],
     ['deny', 'permission:reject', 'end_turn'],
   ] as const)('%s picks the agent option of that kind', async (policy, chunk, stopReason) => {
-    supervisor = createSupervisor({ permissions: policy, agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ permissions: policy, agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const received = collectChunks(session);
     expect(await session.prompt(askPermission)).toBe(stopReason);
     expect(received.text()).toBe(chunk);
@@ -32,9 +21,9 @@ describe('fixed policies', () => {
 
   it('a function of the request picks the option; a per-session policy overrides the supervisor', async () => {
     const seen: string[] = [];
-    supervisor = createSupervisor({ permissions: 'allow', agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', {
-      cwd: files.dir,
+    env.supervisor = createSupervisor({ permissions: 'allow', agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', {
+      cwd: env.files.dir,
       permissions: (request) => {
         seen.push(`${request.toolCall.title}: ${request.options.map((option) => option.kind).join(',')}`);
         return request.options.find((option) => option.kind === 'reject_once')?.optionId;
@@ -49,11 +38,11 @@ describe('fixed policies', () => {
 
 describe("'ask' (the default)", () => {
   it('emits permission:request with the options; respond() answers it; the session awaits meanwhile', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const received = collectChunks(session);
     const requests: PermissionRequest[] = [];
-    supervisor.on('permission:request', (request) => requests.push(request));
+    env.supervisor.on('permission:request', (request) => requests.push(request));
     const turn = session.prompt(askPermission);
     await eventually(() => requests.length === 1, 'the permission request');
     expect(requests[0]).toMatchObject({ agent: 'fixture', sessionId: session.id, toolCall: { title: 'Run rm -rf build/' } });
@@ -65,8 +54,8 @@ describe("'ask' (the default)", () => {
   });
 
   it('session.on("permission:request") works too; an unknown option id is answered cancelled', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const received = collectChunks(session);
     session.on('permission:request', (request) => request.respond('not-an-option'));
     expect(await session.prompt(askPermission)).toBe('cancelled');
@@ -75,11 +64,11 @@ describe("'ask' (the default)", () => {
 
   it('a request nobody answers within permissionTimeoutMs is answered cancelled', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({ clock, permissionTimeoutMs: 300_000, agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ clock, permissionTimeoutMs: 300_000, agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const received = collectChunks(session);
     let asked = 0;
-    supervisor.on('permission:request', () => asked++);
+    env.supervisor.on('permission:request', () => asked++);
     const turn = session.prompt(askPermission);
     await eventually(() => session.status === 'awaiting_permission', 'the request');
     clock.increment(299_999);
@@ -91,14 +80,14 @@ describe("'ask' (the default)", () => {
   });
 
   it('with nobody listening the request is answered cancelled at once', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     expect(await session.prompt(askPermission)).toBe('cancelled');
   });
 
   it('cancelling the turn cancels its pending request', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const requests: PermissionRequest[] = [];
     session.on('permission:request', (request) => requests.push(request));
     const turn = session.prompt(askPermission);

@@ -1,26 +1,15 @@
 /** Sessions on real fixture-agent processes: turns, updates, cancel, failure and resume, stalls, auth. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { AgentError, createSupervisor, type SessionUpdate, type Supervisor } from '../../index.js';
-import { collectChunks, command, eventually, fixtureSpec, isRunning, scratch, waitForStatus } from '../support/real-agents.js';
+import { AgentError, createSupervisor, type SessionUpdate } from '../../index.js';
+import { collectChunks, command, eventually, fixtureSpec, isRunning, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
 
-let files: ReturnType<typeof scratch>;
-let supervisor: Supervisor | undefined;
-
-beforeEach(() => {
-  files = scratch();
-});
-
-afterEach(async () => {
-  await supervisor?.shutdown();
-  supervisor = undefined;
-  files.cleanup();
-});
+const env = useRealAgentEnvironment();
 
 describe('prompt turns', () => {
   it('streams N chunks to on("update") and to the async iterator, then resolves the stop reason', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     expect(session.id).toMatch(/^fixture-/);
     expect(session.status).toBe('ready');
     const received = collectChunks(session);
@@ -44,8 +33,8 @@ describe('prompt turns', () => {
   });
 
   it('delivers every kind of update: thoughts, tool calls, their updates, plans, mode changes', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const kinds: string[] = [];
     session.on('update', (update) => kinds.push(update.sessionUpdate));
     await session.prompt(command({ op: 'updates' }));
@@ -53,8 +42,8 @@ describe('prompt turns', () => {
   });
 
   it('cancel() sends session/cancel and the turn ends cancelled; so does an aborted signal', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const turn = session.prompt(command({ op: 'hang' }));
     await eventually(() => session.status === 'running', 'the turn to run');
     await expect(session.prompt('second')).rejects.toMatchObject({ kind: 'session_busy' });
@@ -67,33 +56,33 @@ describe('prompt turns', () => {
   });
 
   it('a closed session refuses prompts and ends its iterators', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const iterator = session[Symbol.asyncIterator]();
     const next = iterator.next();
     await session.close();
     expect(await next).toEqual({ done: true, value: undefined });
     expect(session.status).toBe('stopped');
     await expect(session.prompt('hi')).rejects.toMatchObject({ kind: 'session_closed' });
-    expect(supervisor.sessions()).toHaveLength(0);
+    expect(env.supervisor.sessions()).toHaveLength(0);
   });
 });
 
 describe('when the agent dies mid-turn', () => {
   it('the turn rejects with agent_exited, the session fails, and resumes with session/load after the reconnect', async () => {
     const clock = new SimulatedClock();
-    const state = files.path('state.json');
-    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--load-session', '--state-file', state]) } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    const state = env.files.path('state.json');
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--load-session', '--state-file', state]) } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     await session.prompt('remember this');
     const failure = await session.prompt(command({ op: 'die' })).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(AgentError);
     expect(failure).toMatchObject({ kind: 'agent_exited' });
     expect(session.status).toBe('failed');
     await expect(session.prompt('too soon')).rejects.toMatchObject({ kind: 'session_closed' });
-    await waitForStatus(supervisor, 'fixture', 'reconnecting');
+    await waitForStatus(env.supervisor, 'fixture', 'reconnecting');
     clock.increment(1000);
-    await waitForStatus(supervisor, 'fixture', 'connected');
+    await waitForStatus(env.supervisor, 'fixture', 'connected');
     const replayed = collectChunks(session);
     await session.resume();
     expect(session.status).toBe('ready');
@@ -103,26 +92,26 @@ describe('when the agent dies mid-turn', () => {
 
   it('an agent without loadSession cannot resume: not_supported, never a silent fresh session', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     await expect(session.prompt(command({ op: 'die' }))).rejects.toMatchObject({ kind: 'agent_exited' });
-    await waitForStatus(supervisor, 'fixture', 'reconnecting');
+    await waitForStatus(env.supervisor, 'fixture', 'reconnecting');
     clock.increment(1000);
     await expect(session.resume()).rejects.toMatchObject({ kind: 'not_supported' });
     expect(session.status).toBe('failed');
-    await expect(supervisor.loadSession('fixture', session.id)).rejects.toMatchObject({ kind: 'not_supported' });
+    await expect(env.supervisor.loadSession('fixture', session.id)).rejects.toMatchObject({ kind: 'not_supported' });
   });
 
   it('loadSession restores a session created by an earlier process, replaying its history', async () => {
-    const state = files.path('state.json');
+    const state = env.files.path('state.json');
     const first = createSupervisor({ agents: { fixture: fixtureSpec(['--load-session', '--state-file', state]) } });
-    const original = await first.newSession('fixture', { cwd: files.dir });
+    const original = await first.newSession('fixture', { cwd: env.files.dir });
     await original.prompt('the first words');
     await first.shutdown();
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--load-session', '--state-file', state]) } });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--load-session', '--state-file', state]) } });
     const replay: string[] = [];
-    const loaded = await supervisor.loadSession('fixture', original.id, {
-      cwd: files.dir,
+    const loaded = await env.supervisor.loadSession('fixture', original.id, {
+      cwd: env.files.dir,
       onUpdate: (update) => {
         if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') replay.push(update.content.text);
       },
@@ -130,17 +119,17 @@ describe('when the agent dies mid-turn', () => {
     expect(loaded.id).toBe(original.id);
     expect(replay.join('')).toContain('the first words');
     expect(await loaded.prompt('more')).toBe('end_turn');
-    await expect(supervisor.loadSession('fixture', 'fixture-unknown')).rejects.toMatchObject({ kind: 'protocol_error' });
+    await expect(env.supervisor.loadSession('fixture', 'fixture-unknown')).rejects.toMatchObject({ kind: 'protocol_error' });
   });
 });
 
 describe('stalls', () => {
   it('reports a turn with no update for stallTimeoutMs, and recovers when updates resume', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({ clock, stallTimeoutMs: 120_000, agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ clock, stallTimeoutMs: 120_000, agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const stalls: unknown[] = [];
-    supervisor.on('session:stall', (event) => stalls.push(event));
+    env.supervisor.on('session:stall', (event) => stalls.push(event));
     const statuses: string[] = [];
     session.on('status', ({ status }) => statuses.push(status));
     const received = collectChunks(session);
@@ -158,8 +147,8 @@ describe('stalls', () => {
 
   it('onStall "cancel" cancels the stalled turn', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
-    const session = await supervisor.newSession('fixture', { cwd: files.dir, onStall: 'cancel', stallTimeoutMs: 5_000 });
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir, onStall: 'cancel', stallTimeoutMs: 5_000 });
     const turn = session.prompt(command({ op: 'hang' }));
     await eventually(() => session.status === 'running', 'the turn to run');
     clock.increment(5_000);
@@ -168,31 +157,31 @@ describe('stalls', () => {
 
   it('onStall "restart" restarts the agent: the turn fails with agent_exited and the agent reconnects', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({ clock, onStall: 'restart', stallTimeoutMs: 5_000, agents: { fixture: fixtureSpec() } });
-    const first = await supervisor.ensureAgent('fixture');
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    env.supervisor = createSupervisor({ clock, onStall: 'restart', stallTimeoutMs: 5_000, agents: { fixture: fixtureSpec() } });
+    const first = await env.supervisor.ensureAgent('fixture');
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const turn = session.prompt(command({ op: 'hang' })).catch((error: unknown) => error);
     await eventually(() => session.status === 'running', 'the turn to run');
     clock.increment(5_000);
     expect(await turn).toMatchObject({ kind: 'agent_exited' });
     await eventually(() => !isRunning(first.pid), 'the stalled agent to die');
-    await waitForStatus(supervisor, 'fixture', 'reconnecting');
+    await waitForStatus(env.supervisor, 'fixture', 'reconnecting');
     clock.increment(1_000);
-    await waitForStatus(supervisor, 'fixture', 'connected');
+    await waitForStatus(env.supervisor, 'fixture', 'connected');
   });
 });
 
 describe('authentication', () => {
   it('session/new demanding auth rejects with auth_required and the authMethods; authenticate() unlocks it', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--require-auth']) } });
-    const refused = (await supervisor.newSession('fixture', { cwd: files.dir }).catch((error: unknown) => error)) as AgentError;
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--require-auth']) } });
+    const refused = (await env.supervisor.newSession('fixture', { cwd: env.files.dir }).catch((error: unknown) => error)) as AgentError;
     expect(refused).toBeInstanceOf(AgentError);
     expect(refused.kind).toBe('auth_required');
     expect(refused.authMethods).toEqual([expect.objectContaining({ id: 'fixture-token', name: 'Fixture token' })]);
-    expect(supervisor.getStatus('fixture')).toBe('connected'); // not a lifecycle failure, never retried
-    await expect(supervisor.authenticate('fixture', 'wrong-method')).rejects.toMatchObject({ kind: 'auth_required' });
-    await supervisor.authenticate('fixture', 'fixture-token');
-    const session = await supervisor.newSession('fixture', { cwd: files.dir });
+    expect(env.supervisor.getStatus('fixture')).toBe('connected'); // not a lifecycle failure, never retried
+    await expect(env.supervisor.authenticate('fixture', 'wrong-method')).rejects.toMatchObject({ kind: 'auth_required' });
+    await env.supervisor.authenticate('fixture', 'fixture-token');
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     expect(await session.prompt('hello')).toBe('end_turn');
   });
 });

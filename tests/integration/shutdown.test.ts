@@ -1,77 +1,66 @@
 /**
  * The stop ladder and shutdown on real processes: graceful exits, agents that ignore
- * SIGTERM, grandchildren in the process group, and a supervisor that leaves nothing
+ * SIGTERM, grandchildren in the process group, and a env.supervisor that leaves nothing
  * behind (the host process exits by itself).
  */
 import { execa } from 'execa';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { createSupervisor, type Supervisor } from '../../index.js';
-import { eventually, fixtureAgentScript, fixtureSpec, isRunning, recordEvents, scratch, waitForStatus } from '../support/real-agents.js';
+import { createSupervisor } from '../../index.js';
+import { eventually, fixtureAgentScript, fixtureSpec, isRunning, recordEvents, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
 
-let files: ReturnType<typeof scratch>;
-let supervisor: Supervisor | undefined;
-
-beforeEach(() => {
-  files = scratch();
-});
-
-afterEach(async () => {
-  await supervisor?.shutdown();
-  supervisor = undefined;
-  files.cleanup();
-});
+const env = useRealAgentEnvironment();
 
 describe('stop()', () => {
   it('closes stdin; a well-behaved agent exits at the first rung', async () => {
     const clock = new SimulatedClock(); // never advanced: no SIGTERM may be needed
-    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
-    const events = recordEvents(supervisor);
-    const agent = await supervisor.ensureAgent('fixture');
-    await supervisor.stop('fixture');
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
+    const events = recordEvents(env.supervisor);
+    const agent = await env.supervisor.ensureAgent('fixture');
+    await env.supervisor.stop('fixture');
     expect(isRunning(agent.pid)).toBe(false);
-    expect(supervisor.list()[0]).toMatchObject({ status: 'idle', pid: null });
+    expect(env.supervisor.list()[0]).toMatchObject({ status: 'idle', pid: null });
     expect(events.statuses.slice(-2)).toEqual(['fixture:connected→stopping', 'fixture:stopping→idle']);
-    const again = await supervisor.ensureAgent('fixture');
+    const again = await env.supervisor.ensureAgent('fixture');
     expect(again.pid).not.toBe(agent.pid);
   });
 
   it('SIGTERMs an agent that ignores its closed stdin, after shutdownTimeout', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--linger']) } });
-    const agent = await supervisor.ensureAgent('fixture');
-    const stopped = supervisor.stop('fixture');
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--linger']) } });
+    const agent = await env.supervisor.ensureAgent('fixture');
+    const stopped = env.supervisor.stop('fixture');
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(isRunning(agent.pid)).toBe(true);
     clock.increment(5_000);
     await stopped;
     expect(isRunning(agent.pid)).toBe(false);
-    expect(supervisor.getStatus('fixture')).toBe('idle');
+    expect(env.supervisor.getStatus('fixture')).toBe('idle');
   });
 
   it('a stop during the handshake runs the ladder and settles the waiting caller', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--never-initialize', '--pid-file', files.path('pids.txt')]) } });
-    const pending = supervisor.ensureAgent('fixture').catch((error: unknown) => error);
-    await eventually(() => files.pidLines().length === 1, 'the agent to start');
-    await supervisor.stop('fixture');
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--never-initialize', '--pid-file', env.files.path('pids.txt')]) } });
+    const pending = env.supervisor.ensureAgent('fixture').catch((error: unknown) => error);
+    await eventually(() => env.files.pidLines().length === 1, 'the agent to start');
+    await env.supervisor.stop('fixture');
     expect(await pending).toMatchObject({ kind: 'stopped' });
-    expect(isRunning(files.pidLines()[0]![0]!)).toBe(false);
+    expect(isRunning(env.files.pidLines()[0]![0]!)).toBe(false);
   });
 });
 
 describe('shutdown()', () => {
   it('SIGKILLs, after the whole ladder, an agent and grandchild that ignore SIGTERM', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({
+    env.supervisor = createSupervisor({
       clock,
-      agents: { stubborn: fixtureSpec(['--ignore-sigterm', '--spawn-grandchild', '--pid-file', files.path('pids.txt')]) },
+      agents: { stubborn: fixtureSpec(['--ignore-sigterm', '--spawn-grandchild', '--pid-file', env.files.path('pids.txt')]) },
     });
-    await supervisor.ensureAgent('stubborn');
-    const [agentPid, grandchildPid] = files.pidLines()[0]!;
+    await env.supervisor.ensureAgent('stubborn');
+    const [agentPid, grandchildPid] = env.files.pidLines()[0]!;
     let finished = false;
-    const done = supervisor.shutdown().then(() => (finished = true));
+    const done = env.supervisor.shutdown().then(() => (finished = true));
     await new Promise((resolve) => setTimeout(resolve, 100));
     clock.increment(5_000); // SIGTERM: ignored
     await new Promise((resolve) => setTimeout(resolve, 150));
@@ -82,46 +71,46 @@ describe('shutdown()', () => {
     await done;
     expect(isRunning(agentPid!)).toBe(false);
     expect(isRunning(grandchildPid!)).toBe(false);
-    expect(supervisor.actor.getSnapshot().status).toBe('done');
+    expect(env.supervisor.actor.getSnapshot().status).toBe('done');
   });
 
   it('leaves no process of the group behind when the agent exits but its grandchild would not', async () => {
-    supervisor = createSupervisor({ agents: { parent: fixtureSpec(['--spawn-grandchild', '--pid-file', files.path('pids.txt')]) } });
-    await supervisor.ensureAgent('parent');
-    const [agentPid, grandchildPid] = files.pidLines()[0]!;
-    await supervisor.shutdown();
+    env.supervisor = createSupervisor({ agents: { parent: fixtureSpec(['--spawn-grandchild', '--pid-file', env.files.path('pids.txt')]) } });
+    await env.supervisor.ensureAgent('parent');
+    const [agentPid, grandchildPid] = env.files.pidLines()[0]!;
+    await env.supervisor.shutdown();
     expect(isRunning(agentPid!)).toBe(false);
     expect(isRunning(grandchildPid!)).toBe(false);
   });
 
   it('a crashed agent takes its grandchildren with it', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({ clock, agents: { parent: fixtureSpec(['--spawn-grandchild', '--pid-file', files.path('pids.txt')]) } });
-    await supervisor.ensureAgent('parent');
-    const [agentPid, grandchildPid] = files.pidLines()[0]!;
+    env.supervisor = createSupervisor({ clock, agents: { parent: fixtureSpec(['--spawn-grandchild', '--pid-file', env.files.path('pids.txt')]) } });
+    await env.supervisor.ensureAgent('parent');
+    const [agentPid, grandchildPid] = env.files.pidLines()[0]!;
     process.kill(agentPid!, 'SIGKILL');
-    await waitForStatus(supervisor, 'parent', 'reconnecting');
+    await waitForStatus(env.supervisor, 'parent', 'reconnecting');
     expect(isRunning(grandchildPid!)).toBe(false);
   });
 
   it('stops every agent in parallel, cancels pending backoffs, and refuses starts afterwards', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({
+    env.supervisor = createSupervisor({
       clock,
-      agents: { a: fixtureSpec(['--pid-file', files.path('pids.txt')]), b: fixtureSpec(['--pid-file', files.path('pids.txt')]), c: fixtureSpec(['--pid-file', files.path('pids.txt')]) },
+      agents: { a: fixtureSpec(['--pid-file', env.files.path('pids.txt')]), b: fixtureSpec(['--pid-file', env.files.path('pids.txt')]), c: fixtureSpec(['--pid-file', env.files.path('pids.txt')]) },
     });
-    const [a, b] = await Promise.all([supervisor.ensureAgent('a'), supervisor.ensureAgent('b')]);
+    const [a, b] = await Promise.all([env.supervisor.ensureAgent('a'), env.supervisor.ensureAgent('b')]);
     process.kill(b.pid, 'SIGKILL');
-    await waitForStatus(supervisor, 'b', 'reconnecting');
-    await supervisor.shutdown();
+    await waitForStatus(env.supervisor, 'b', 'reconnecting');
+    await env.supervisor.shutdown();
     expect(isRunning(a.pid)).toBe(false);
     clock.increment(600_000); // the cancelled backoff must not spawn anything
-    expect(supervisor.list().map((agent) => [agent.status, agent.pid])).toEqual([['idle', null], ['idle', null], ['idle', null]]);
-    expect(files.pidLines()).toHaveLength(2);
-    await expect(supervisor.ensureAgent('c')).rejects.toMatchObject({ kind: 'shutting_down' });
-    await expect(supervisor.reconnect('a')).rejects.toMatchObject({ kind: 'shutting_down' });
-    expect(() => supervisor!.register('d', fixtureSpec())).toThrow(expect.objectContaining({ kind: 'shutting_down' }));
-    await supervisor.shutdown(); // idempotent
+    expect(env.supervisor.list().map((agent) => [agent.status, agent.pid])).toEqual([['idle', null], ['idle', null], ['idle', null]]);
+    expect(env.files.pidLines()).toHaveLength(2);
+    await expect(env.supervisor.ensureAgent('c')).rejects.toMatchObject({ kind: 'shutting_down' });
+    await expect(env.supervisor.reconnect('a')).rejects.toMatchObject({ kind: 'shutting_down' });
+    expect(() => env.supervisor!.register('d', fixtureSpec())).toThrow(expect.objectContaining({ kind: 'shutting_down' }));
+    await env.supervisor.shutdown(); // idempotent
   });
 
   it('leaves no timer, listener or stream behind: the host process exits on its own', async () => {
@@ -136,27 +125,27 @@ describe('shutdown()', () => {
 describe('processes that hold the agent pipes', () => {
   it('a crash is noticed at once even while a grandchild keeps stdout open, and the grandchild dies', async () => {
     const clock = new SimulatedClock();
-    supervisor = createSupervisor({
+    env.supervisor = createSupervisor({
       clock,
-      agents: { fixture: fixtureSpec(['--spawn-grandchild', '--grandchild-holds-stdio', '--pid-file', files.path('pids.txt')]) },
+      agents: { fixture: fixtureSpec(['--spawn-grandchild', '--grandchild-holds-stdio', '--pid-file', env.files.path('pids.txt')]) },
     });
-    await supervisor.ensureAgent('fixture');
-    const [agentPid, grandchildPid] = files.pidLines()[0]!;
+    await env.supervisor.ensureAgent('fixture');
+    const [agentPid, grandchildPid] = env.files.pidLines()[0]!;
     process.kill(agentPid!, 'SIGKILL');
-    await waitForStatus(supervisor, 'fixture', 'reconnecting', 3_000);
+    await waitForStatus(env.supervisor, 'fixture', 'reconnecting', 3_000);
     expect(isRunning(grandchildPid!)).toBe(false);
   });
 
   it('stop() settles even when an escaped process holds the agent stdout open', async () => {
-    supervisor = createSupervisor({
-      agents: { fixture: fixtureSpec(['--spawn-grandchild', '--grandchild-holds-stdio', '--grandchild-escapes', '--pid-file', files.path('pids.txt')]) },
+    env.supervisor = createSupervisor({
+      agents: { fixture: fixtureSpec(['--spawn-grandchild', '--grandchild-holds-stdio', '--grandchild-escapes', '--pid-file', env.files.path('pids.txt')]) },
     });
-    await supervisor.ensureAgent('fixture');
-    const [agentPid, escapeePid] = files.pidLines()[0]!;
+    await env.supervisor.ensureAgent('fixture');
+    const [agentPid, escapeePid] = env.files.pidLines()[0]!;
     try {
-      await supervisor.stop('fixture');
+      await env.supervisor.stop('fixture');
       expect(isRunning(agentPid!)).toBe(false);
-      expect(supervisor.getStatus('fixture')).toBe('idle');
+      expect(env.supervisor.getStatus('fixture')).toBe('idle');
     } finally {
       process.kill(escapeePid!, 'SIGKILL'); // out of the group's reach by design
     }

@@ -1,103 +1,92 @@
 /** Supervisor-level rules on real processes: concurrency, maxAgents, typed refusals. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AgentError, createSupervisor, presets, type Supervisor } from '../../index.js';
-import { eventually, fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
+import { describe, expect, it } from 'vitest';
+import { AgentError, createSupervisor, presets } from '../../index.js';
+import { eventually, fixtureSpec, isRunning, useRealAgentEnvironment } from '../support/real-agents.js';
 
-let files: ReturnType<typeof scratch>;
-let supervisor: Supervisor | undefined;
-
-beforeEach(() => {
-  files = scratch();
-});
-
-afterEach(async () => {
-  await supervisor?.shutdown();
-  supervisor = undefined;
-  files.cleanup();
-});
+const env = useRealAgentEnvironment();
 
 describe('concurrency', () => {
   it('concurrent ensureAgent calls spawn exactly one process and share its handle', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--pid-file', files.path('pids.txt')]) } });
-    const handles = await Promise.all(Array.from({ length: 8 }, () => supervisor!.ensureAgent('fixture')));
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--pid-file', env.files.path('pids.txt')]) } });
+    const handles = await Promise.all(Array.from({ length: 8 }, () => env.supervisor!.ensureAgent('fixture')));
     expect(new Set(handles).size).toBe(1);
-    expect(files.pidLines()).toHaveLength(1);
-    expect(await supervisor.ensureAgent('fixture')).toBe(handles[0]);
+    expect(env.files.pidLines()).toHaveLength(1);
+    expect(await env.supervisor.ensureAgent('fixture')).toBe(handles[0]);
   });
 
   it('concurrent callers of a failing start all get the same typed error', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--fail-initialize', '--pid-file', files.path('pids.txt')]) } });
-    const outcomes = await Promise.allSettled([supervisor.ensureAgent('fixture'), supervisor.ensureAgent('fixture')]);
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--fail-initialize', '--pid-file', env.files.path('pids.txt')]) } });
+    const outcomes = await Promise.allSettled([env.supervisor.ensureAgent('fixture'), env.supervisor.ensureAgent('fixture')]);
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
     for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason).toMatchObject({ kind: 'handshake_failed' });
-    expect(files.pidLines()).toHaveLength(1);
+    expect(env.files.pidLines()).toHaveLength(1);
   });
 
   it('an aborted wait rejects with kind aborted while the start goes on', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
     const controller = new AbortController();
-    const waiting = supervisor.ensureAgent('fixture', { signal: controller.signal });
+    const waiting = env.supervisor.ensureAgent('fixture', { signal: controller.signal });
     controller.abort();
     await expect(waiting).rejects.toMatchObject({ kind: 'aborted' });
-    const agent = await supervisor.ensureAgent('fixture');
+    const agent = await env.supervisor.ensureAgent('fixture');
     expect(isRunning(agent.pid)).toBe(true);
-    await expect(supervisor.ensureAgent('fixture', { signal: AbortSignal.abort() })).rejects.toMatchObject({ kind: 'aborted' });
+    await expect(env.supervisor.ensureAgent('fixture', { signal: AbortSignal.abort() })).rejects.toMatchObject({ kind: 'aborted' });
   });
 });
 
 describe('maxAgents', () => {
   it('refuses one more live agent with limit_reached, and admits it once another stops', async () => {
-    supervisor = createSupervisor({ maxAgents: 2, agents: { a: fixtureSpec(), b: fixtureSpec(), c: fixtureSpec() } });
-    await Promise.all([supervisor.ensureAgent('a'), supervisor.ensureAgent('b')]);
-    const refused = await supervisor.ensureAgent('c').catch((error: unknown) => error);
+    env.supervisor = createSupervisor({ maxAgents: 2, agents: { a: fixtureSpec(), b: fixtureSpec(), c: fixtureSpec() } });
+    await Promise.all([env.supervisor.ensureAgent('a'), env.supervisor.ensureAgent('b')]);
+    const refused = await env.supervisor.ensureAgent('c').catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(AgentError);
     expect(refused).toMatchObject({ kind: 'limit_reached', agent: 'c' });
-    expect(supervisor.getStatus('c')).toBe('idle');
-    await supervisor.ensureAgent('a'); // an agent already live is not refused
-    await supervisor.stop('a');
-    const c = await supervisor.ensureAgent('c');
+    expect(env.supervisor.getStatus('c')).toBe('idle');
+    await env.supervisor.ensureAgent('a'); // an agent already live is not refused
+    await env.supervisor.stop('a');
+    const c = await env.supervisor.ensureAgent('c');
     expect(isRunning(c.pid)).toBe(true);
   });
 });
 
 describe('typed errors', () => {
   it('unknown agent names', async () => {
-    supervisor = createSupervisor();
-    await expect(supervisor.ensureAgent('nobody')).rejects.toMatchObject({ kind: 'unknown_agent', agent: 'nobody' });
-    await expect(supervisor.stop('nobody')).rejects.toMatchObject({ kind: 'unknown_agent' });
-    expect(() => supervisor!.getStatus('nobody')).toThrow(expect.objectContaining({ kind: 'unknown_agent' }));
+    env.supervisor = createSupervisor();
+    await expect(env.supervisor.ensureAgent('nobody')).rejects.toMatchObject({ kind: 'unknown_agent', agent: 'nobody' });
+    await expect(env.supervisor.stop('nobody')).rejects.toMatchObject({ kind: 'unknown_agent' });
+    expect(() => env.supervisor!.getStatus('nobody')).toThrow(expect.objectContaining({ kind: 'unknown_agent' }));
   });
 
   it('malformed options and specs', () => {
     expect(() => createSupervisor({ maxAgents: 0 })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
     expect(() => createSupervisor({ restart: { jitter: 2 } })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
     expect(() => createSupervisor({ handshakeTimeoutMs: -1 })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
-    supervisor = createSupervisor();
-    expect(() => supervisor!.register('bad', { command: '' })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
-    expect(() => supervisor!.register('bad', { command: 'x', args: 'no' as unknown as string[] })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
-    supervisor.register('ok', fixtureSpec());
-    expect(() => supervisor!.register('ok', fixtureSpec())).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    env.supervisor = createSupervisor();
+    expect(() => env.supervisor!.register('bad', { command: '' })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    expect(() => env.supervisor!.register('bad', { command: 'x', args: 'no' as unknown as string[] })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    env.supervisor.register('ok', fixtureSpec());
+    expect(() => env.supervisor!.register('ok', fixtureSpec())).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
   });
 
   it('agents registered at runtime are supervised like the others', async () => {
-    supervisor = createSupervisor();
-    supervisor.register('late', fixtureSpec());
-    expect(supervisor.list()).toMatchObject([{ name: 'late', status: 'idle', pid: null, attempt: 0, lastError: null }]);
-    const late = await supervisor.ensureAgent('late');
-    expect(supervisor.list()[0]).toMatchObject({ status: 'connected', pid: late.pid });
+    env.supervisor = createSupervisor();
+    env.supervisor.register('late', fixtureSpec());
+    expect(env.supervisor.list()).toMatchObject([{ name: 'late', status: 'idle', pid: null, attempt: 0, lastError: null }]);
+    const late = await env.supervisor.ensureAgent('late');
+    expect(env.supervisor.list()[0]).toMatchObject({ status: 'connected', pid: late.pid });
   });
 });
 
 describe('presets', () => {
   it('the echo preset runs the bundled echo agent', async () => {
-    supervisor = createSupervisor({ agents: { echo: presets.echo() } });
-    const echo = await supervisor.ensureAgent('echo');
+    env.supervisor = createSupervisor({ agents: { echo: presets.echo() } });
+    const echo = await env.supervisor.ensureAgent('echo');
     expect(echo.agentInfo).toMatchObject({ name: 'echo-agent' });
   });
 
   it('claudeCode prefers claude-agent-acp and falls back to claude-code-acp; overrides merge', async () => {
     const { mkdirSync, writeFileSync, chmodSync } = await import('node:fs');
-    const bin = files.path('bin');
+    const bin = env.files.path('bin');
     mkdirSync(bin);
     const originalPath = process.env.PATH;
     try {
@@ -117,18 +106,18 @@ describe('presets', () => {
   });
 
   it('a missing preset agent fails with not_installed and its display name', async () => {
-    supervisor = createSupervisor({ agents: { codex: presets.codex({ command: 'codex-acp-not-installed-here' }) } });
-    await expect(supervisor.ensureAgent('codex')).rejects.toMatchObject({ kind: 'not_installed', message: "Could not start Codex. Check that it's installed." });
+    env.supervisor = createSupervisor({ agents: { codex: presets.codex({ command: 'codex-acp-not-installed-here' }) } });
+    await expect(env.supervisor.ensureAgent('codex')).rejects.toMatchObject({ kind: 'not_installed', message: "Could not start Codex. Check that it's installed." });
   });
 });
 
 describe('commands sent from inside listeners', () => {
   it('an agent about to reconnect still counts against maxAgents, even mid-step', async () => {
-    supervisor = createSupervisor({ maxAgents: 1, agents: { a: fixtureSpec(), b: fixtureSpec() } });
-    const a = await supervisor.ensureAgent('a');
+    env.supervisor = createSupervisor({ maxAgents: 1, agents: { a: fixtureSpec(), b: fixtureSpec() } });
+    const a = await env.supervisor.ensureAgent('a');
     let attempt: Promise<unknown> | undefined;
-    supervisor.on('agent:status', ({ agent, status }) => {
-      if (agent === 'a' && status === 'disconnected') attempt = supervisor!.ensureAgent('b').catch((error: unknown) => error);
+    env.supervisor.on('agent:status', ({ agent, status }) => {
+      if (agent === 'a' && status === 'disconnected') attempt = env.supervisor!.ensureAgent('b').catch((error: unknown) => error);
     });
     process.kill(a.pid, 'SIGKILL');
     await eventually(() => attempt !== undefined, 'the loss to be reported');
@@ -136,22 +125,22 @@ describe('commands sent from inside listeners', () => {
   });
 
   it('ensureAgent from a status listener waits for its own outcome, not the stale state', async () => {
-    supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
-    await supervisor.ensureAgent('fixture');
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    await env.supervisor.ensureAgent('fixture');
     let restarted: Promise<unknown> | undefined;
-    supervisor.on('agent:status', ({ status }) => {
-      if (status === 'idle' && !restarted) restarted = supervisor!.ensureAgent('fixture');
+    env.supervisor.on('agent:status', ({ status }) => {
+      if (status === 'idle' && !restarted) restarted = env.supervisor!.ensureAgent('fixture');
     });
-    await supervisor.stop('fixture');
+    await env.supervisor.stop('fixture');
     const handle = (await restarted) as { pid: number };
     expect(isRunning(handle.pid)).toBe(true);
   });
 
   it('registering an agent emits no status event (it is idle, as before)', async () => {
-    supervisor = createSupervisor();
+    env.supervisor = createSupervisor();
     const statuses: string[] = [];
-    supervisor.on('agent:status', ({ agent, status, previous }) => statuses.push(`${agent}:${previous}→${status}`));
-    supervisor.register('late', fixtureSpec());
+    env.supervisor.on('agent:status', ({ agent, status, previous }) => statuses.push(`${agent}:${previous}→${status}`));
+    env.supervisor.register('late', fixtureSpec());
     expect(statuses).toEqual([]);
   });
 });

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach } from 'vitest';
 import type { AgentSpec, AgentStatus, Supervisor } from '../../index.js';
 
 export const fixtureAgentScript = fileURLToPath(new URL('../../dist/tests/fixtures/fixture-agent.js', import.meta.url));
@@ -90,3 +91,21 @@ export function collectChunks(session: { on(type: 'update', listener: (update: i
 
 /** A fixture prompt command (see tests/fixtures/README.md). */
 export const command = (op: Record<string, unknown>) => JSON.stringify(op);
+
+/**
+ * The per-test environment of an integration test file: fresh scratch files before each
+ * test, and after it the supervisor the test stored in `env.supervisor` is shut down and
+ * the files removed. Call once at the top level of the file.
+ */
+export function useRealAgentEnvironment() {
+  const env = { files: undefined as unknown as ReturnType<typeof scratch>, supervisor: undefined as Supervisor | undefined };
+  beforeEach(() => {
+    env.files = scratch();
+  });
+  afterEach(async () => {
+    await env.supervisor?.shutdown();
+    env.supervisor = undefined;
+    env.files.cleanup();
+  });
+  return env;
+}
