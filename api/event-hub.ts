@@ -24,8 +24,4 @@ export class EventHub<Events extends Record<string, unknown>> {
   listenerCount(type: keyof Events): number {
     return this.listeners.get(type)?.size ?? 0;
   }
-
-  clear(): void {
-    this.listeners.clear();
-  }
 }

@@ -9,8 +9,6 @@ import type { RestartPolicy } from './policies/backoff.policy.js';
 /** The agent lifecycle's top-level states, which are also its status strings. */
 export type AgentStatus = 'idle' | 'starting' | 'connected' | 'disconnected' | 'reconnecting' | 'stopping';
 
-export const agentStatuses: readonly AgentStatus[] = ['idle', 'starting', 'connected', 'disconnected', 'reconnecting', 'stopping'];
-
 /** Statuses in which an agent holds, or is about to hold, a live process. */
 export const liveStatuses: ReadonlySet<AgentStatus> = new Set<AgentStatus>(['starting', 'connected', 'reconnecting', 'stopping']);
 

@@ -157,10 +157,6 @@ export class TerminalSet {
     for (const terminal of all) terminal.release();
   }
 
-  get size(): number {
-    return this.terminals.size;
-  }
-
   private get(id: string): Terminal {
     const terminal = this.terminals.get(id);
     if (!terminal) throw new UnknownTerminal(id);

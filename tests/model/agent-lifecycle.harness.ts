@@ -9,7 +9,8 @@ import { SimulatedClock, type StateValue } from 'xstate';
 import { createSupervisor, type AgentStatus, type Supervisor } from '../../index.js';
 import { scratch, isRunning } from '../support/real-agents.js';
 import { agentLifecycleModel, modelMaxAttempts, type LifecycleModelContext, type LifecycleModelEvent } from './agent-lifecycle.model.js';
-import { atStep, expectedEmissions, formatState, type ModelCoverage, type ModelPath, type ModelSnapshot, type ModelStep } from './model-paths.js';
+import { expectedEmissions, type ModelCoverage, type ModelPath, type ModelSnapshot, type ModelStep } from './model-paths.js';
+import { ModelRun } from './model-run.js';
 import { dispose, recordTrace, ScriptedAgent, settle, track, within, type Call, type SpawnPlan } from './sut.js';
 
 /** The options of the system under test; the model assumes exactly these numbers. */
@@ -46,7 +47,7 @@ export const showAttempt = (context: Record<string, unknown>) => (context.attemp
 const isHandshake = (state: ModelSnapshot) => state.matches('starting') || state.matches({ reconnecting: 'spawning' });
 const leafOf = (state: ModelSnapshot) => Object.keys(stateMapping).find((key) => state.matches(key))!;
 
-export class LifecycleRun {
+export class LifecycleRun extends ModelRun {
   private readonly files = scratch();
   private readonly clock = new SimulatedClock();
   private readonly agent = new ScriptedAgent(this.files, agentName);
@@ -58,47 +59,32 @@ export class LifecycleRun {
   private readonly answered = new Set<Call>();
   private plan: SpawnPlan = 'connect';
   private spawns = 0;
-  private index = 0;
 
   constructor(
-    private readonly path: ModelPath,
+    path: ModelPath,
     private readonly coverage: ModelCoverage,
   ) {
+    super(path, showAttempt);
     this.supervisor = createSupervisor({ clock: this.clock, ...sutOptions, agents: { [agentName]: this.agent.spec() } });
     this.trace = recordTrace(this.supervisor);
   }
 
   /** The `{ states, events }` parameter of `testPath`: an assertion per state, an executor per event. */
   params() {
-    const check = atStep(() => `state check at ${this.where()}`, (state: ModelSnapshot) => this.check(state));
-    const execute = atStep(
-      () => `event ${this.where()}`,
-      async (step: ModelStep) => {
-        this.index = this.path.steps.indexOf(step);
-        await this.execute(step);
-      },
-    );
-    const states = Object.fromEntries(Object.keys(stateMapping).map((key) => [key, check]));
     const types: Array<LifecycleModelEvent['type']> = [
       'ENSURE', 'MANUAL_RECONNECT', 'HANDSHAKE_SUCCEEDS', 'HANDSHAKE_FAILS', 'HANDSHAKE_TIMES_OUT',
       'SPAWN_FAILS_ENOENT', 'PROCESS_CRASHES', 'BACKOFF_ELAPSES', 'STAYS_UP', 'STOP', 'SHUTDOWN',
     ];
-    const events = Object.fromEntries(types.map((type) => [type, execute]));
-    return { states, events };
+    return this.testParams(Object.keys(stateMapping), types);
   }
 
   /** Shuts down, cleans up, and returns the pids of fixture processes that were still running. */
-  async dispose(): Promise<number[]> {
+  override async dispose(): Promise<number[]> {
     this.trace.off();
     const leaked = await dispose(this.supervisor, this.clock, [this.agent]);
     await Promise.all(this.calls.map((call) => call.done));
     this.files.cleanup();
     return leaked;
-  }
-
-  private where(): string {
-    const step = this.path.steps[this.index]!;
-    return `step ${this.index} ${this.index > 0 ? `→${step.event.type}→ ` : ''}${formatState(step.state, showAttempt)}`;
   }
 
   private get summary() {
@@ -109,7 +95,7 @@ export class LifecycleRun {
     return this.supervisor.actor.getSnapshot().children[agentName]!.getSnapshot() as never;
   }
 
-  private async execute(step: ModelStep): Promise<void> {
+  protected async execute(step: ModelStep): Promise<void> {
     const previous = this.path.steps[this.index - 1]!.state;
     const event = step.event as LifecycleModelEvent;
     this.expected.push(...expectedEmissions(agentLifecycleModel, previous, event));
@@ -205,7 +191,7 @@ export class LifecycleRun {
   }
 
   /** The assertion of every model state on the real supervisor. */
-  private async check(state: ModelSnapshot): Promise<void> {
+  protected async check(state: ModelSnapshot): Promise<void> {
     const leaf = leafOf(state);
     const expected = stateMapping[leaf]!;
     const context = state.context as LifecycleModelContext;

@@ -9,7 +9,8 @@ import { expect } from 'vitest';
 import { SimulatedClock, transition, type StateValue } from 'xstate';
 import { createSupervisor, type AgentErrorKind, type AgentStatus, type PermissionRequest, type Session, type SessionStatus, type StopReason, type Supervisor } from '../../index.js';
 import { command, isRunning, scratch } from '../support/real-agents.js';
-import { atStep, formatState, type ModelCoverage, type ModelPath, type ModelSnapshot, type ModelStep } from './model-paths.js';
+import { type ModelCoverage, type ModelPath, type ModelSnapshot, type ModelStep } from './model-paths.js';
+import { ModelRun } from './model-run.js';
 import { sessionModel, sessionModelEvents, type SessionModelContext, type SessionModelEvent, type TurnSettlement } from './session.model.js';
 import { dispose, ScriptedAgent, settle, within } from './sut.js';
 
@@ -91,7 +92,7 @@ export const showContext = (context: Record<string, unknown>) =>
   [context.agentBack ? 'agent back' : '', (context.stopReason as string | null) ?? ''].filter(Boolean).join(', ');
 const leafOf = (state: ModelSnapshot) => Object.keys(stateMapping).find((key) => state.matches(key))!;
 
-export class SessionRun {
+export class SessionRun extends ModelRun {
   private readonly files = scratch();
   private readonly clock = new SimulatedClock();
   private readonly agent = new ScriptedAgent(this.files, agentName);
@@ -112,13 +113,13 @@ export class SessionRun {
   private expectedRequests = 0;
   /** The session failed since its last prompt or resume: `lastError` is agent_exited until then. */
   private failedSinceTurn = false;
-  private index = 0;
 
   constructor(
-    private readonly path: ModelPath,
+    path: ModelPath,
     private readonly coverage: ModelCoverage,
-    private readonly canLoad: boolean,
+    canLoad: boolean,
   ) {
+    super(path, showContext);
     const spec = this.agent.spec();
     const load = ['--load-session', '--state-file', this.files.path('state.json')];
     this.supervisor = createSupervisor({
@@ -129,7 +130,7 @@ export class SessionRun {
   }
 
   /** Opens the session the path starts from (state `ready`) and starts listening to it. */
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     this.session = await within(this.supervisor.newSession(agentName, { cwd: this.files.dir }), 'newSession()');
     this.spawns = 1;
     const id = this.session.id;
@@ -146,30 +147,15 @@ export class SessionRun {
 
   /** The `{ states, events }` parameter of `testPath`: an assertion per state, an executor per event. */
   params() {
-    const check = atStep(() => `state check at ${this.where()}`, (state: ModelSnapshot) => this.check(state));
-    const execute = atStep(
-      () => `event ${this.where()}`,
-      async (step: ModelStep) => {
-        this.index = this.path.steps.indexOf(step);
-        await this.execute(step);
-      },
-    );
-    const states = Object.fromEntries(Object.keys(stateMapping).map((key) => [key, check]));
-    const events = Object.fromEntries(sessionModelEvents.map((type) => [type, execute]));
-    return { states, events };
+    return this.testParams(Object.keys(stateMapping), sessionModelEvents);
   }
 
   /** Shuts down, cleans up, and returns the pids of fixture processes that were still running. */
-  async dispose(): Promise<number[]> {
+  override async dispose(): Promise<number[]> {
     const leaked = await dispose(this.supervisor, this.clock, [this.agent]);
     await Promise.all(this.turns.map((turn) => within(turn.done, 'the last prompt() to settle after shutdown').catch(() => {})));
     this.files.cleanup();
     return leaked;
-  }
-
-  private where(): string {
-    const step = this.path.steps[this.index]!;
-    return `step ${this.index} ${this.index > 0 ? `→${step.event.type}→ ` : ''}${formatState(step.state, showContext)}`;
   }
 
   private get summary() {
@@ -182,7 +168,7 @@ export class SessionRun {
     return agent?.getSnapshot().children[`session:${this.session.id}`] as never;
   }
 
-  private async execute(step: ModelStep): Promise<void> {
+  protected async execute(step: ModelStep): Promise<void> {
     const previous = this.path.steps[this.index - 1]!.state;
     const event = step.event as SessionModelEvent;
     const { trace, settles, refused } = modelEffects(previous, event);
@@ -342,7 +328,7 @@ export class SessionRun {
   }
 
   /** The assertion of every model state on the real session. */
-  private async check(state: ModelSnapshot): Promise<void> {
+  protected async check(state: ModelSnapshot): Promise<void> {
     const leaf = leafOf(state);
     const expected = stateMapping[leaf]!;
     const actor = this.sessionActor();

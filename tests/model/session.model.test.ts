@@ -7,13 +7,13 @@
  * else tells the two apart. The last test prints the coverage reached and fails if a state
  * or transition of the model was not covered by a passing path (known bugs excepted).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import type { EventObject } from 'xstate';
 import { createTestModel, type TestModel } from 'xstate/graph';
 import { ModelCoverage, pathMode, pathName, selectPaths, modelOptions, type ModelPath, type ModelSnapshot } from './model-paths.js';
 import { SessionRun, showContext } from './session.harness.js';
 import { sessionModel } from './session.model.js';
-import { gate } from './sut.js';
+import { itCoversTheModel, itWalksPath } from './model-run.js';
 
 const modelFor = (canLoad: boolean) =>
   createTestModel(sessionModel, { ...(modelOptions(sessionModel) as object), input: { canLoad } } as never) as unknown as TestModel<ModelSnapshot, EventObject, unknown>;
@@ -39,34 +39,12 @@ const runs = variants.flatMap(({ label, canLoad, keep }) => {
     .map((path) => ({ label, canLoad, model, path, bug: knownBugs.find((bug) => takes(path, bug.from, bug.event)) }));
 });
 const coverage = new ModelCoverage(sessionModel);
-const concurrently = gate(Number(process.env.MODEL_CONCURRENCY ?? 4));
-
 describe(`session model (${pathMode} paths)`, () => {
   for (const { label, canLoad, model, path, bug } of runs) {
     const name = `[${label}] ${pathName(path, showContext)}`;
-    if (bug) {
-      it.skip(`${name} (skipped, bug: ${bug.bug})`, () => {});
-      continue;
-    }
-    it.concurrent(name, { timeout: 120_000 }, () =>
-      concurrently(async () => {
-        const run = new SessionRun(path, coverage, canLoad);
-        let leaked: number[] = [];
-        try {
-          await run.start();
-          await model.testPath(path, run.params());
-        } finally {
-          leaked = await run.dispose();
-        }
-        expect(leaked, 'fixture processes left running after shutdown').toEqual([]);
-      }),
-    );
+    if (bug) it.skip(`${name} (skipped, bug: ${bug.bug})`, () => {});
+    else itWalksPath(name, model, path, () => new SessionRun(path, coverage, canLoad));
   }
-
-  it('covers every state and every transition of the model', () => {
-    console.log(coverage.summary('session model coverage', runs.length));
-    for (const bug of knownBugs) console.log(`  skipped for a known bug: ${bug.transition} (${bug.bug})`);
-    expect(coverage.missingStates).toEqual([]);
-    expect(coverage.missingTransitions).toEqual(knownBugs.map((bug) => bug.transition));
-  });
+  for (const bug of knownBugs) console.log(`  skipped for a known bug: ${bug.transition} (${bug.bug})`);
+  itCoversTheModel('session model coverage', coverage, runs.length, knownBugs.map((bug) => bug.transition));
 });

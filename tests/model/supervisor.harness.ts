@@ -8,7 +8,8 @@ import { expect } from 'vitest';
 import { SimulatedClock, transition } from 'xstate';
 import { createSupervisor, type AgentStatus, type Supervisor } from '../../index.js';
 import { scratch } from '../support/real-agents.js';
-import { atStep, formatState, type ModelCoverage, type ModelPath, type ModelSnapshot, type ModelStep } from './model-paths.js';
+import { type ModelCoverage, type ModelPath, type ModelSnapshot, type ModelStep } from './model-paths.js';
+import { ModelRun } from './model-run.js';
 import { dispose, recordTrace, ScriptedAgent, settle, track, within, type Call } from './sut.js';
 import { modelAgents, modelMaxAgents, supervisorModel, type EmitsParams, type SupervisorModelContext, type SupervisorModelEvent } from './supervisor.model.js';
 
@@ -29,7 +30,7 @@ function modelEffects(previous: ModelSnapshot, event: SupervisorModelEvent): { e
   return { emits, refused };
 }
 
-export class SupervisorRun {
+export class SupervisorRun extends ModelRun {
   private readonly files = scratch();
   private readonly clock = new SimulatedClock();
   private readonly agents = modelAgents.map((name) => new ScriptedAgent(this.files, name));
@@ -39,12 +40,12 @@ export class SupervisorRun {
   private readonly expected = new Map<string, string[]>(modelAgents.map((name) => [name, []]));
   private readonly spawns = new Map<string, number>(modelAgents.map((name) => [name, 0]));
   private readonly calls: Call[] = [];
-  private index = 0;
 
   constructor(
-    private readonly path: ModelPath,
+    path: ModelPath,
     private readonly coverage: ModelCoverage,
   ) {
+    super(path, showCounts);
     this.supervisor = createSupervisor({
       clock: this.clock,
       maxAgents: modelMaxAgents,
@@ -55,21 +56,10 @@ export class SupervisorRun {
   }
 
   params() {
-    const check = atStep(() => `state check at ${this.where()}`, (state: ModelSnapshot) => this.check(state));
-    const execute = atStep(
-      () => `event ${this.where()}`,
-      async (step: ModelStep) => {
-        this.index = this.path.steps.indexOf(step);
-        await this.execute(step);
-      },
-    );
-    return {
-      states: { 'running.belowLimit': check, 'running.atLimit': check, stopped: check },
-      events: { ENSURE: execute, START_HANGS: execute, ENSURE_CONNECTED: execute, CRASH: execute, STOP: execute, SHUTDOWN: execute },
-    };
+    return this.testParams(['running.belowLimit', 'running.atLimit', 'stopped'], ['ENSURE', 'START_HANGS', 'ENSURE_CONNECTED', 'CRASH', 'STOP', 'SHUTDOWN']);
   }
 
-  async dispose(): Promise<number[]> {
+  override async dispose(): Promise<number[]> {
     this.trace.off();
     const leaked = await dispose(this.supervisor, this.clock, this.agents);
     await Promise.all(this.calls.map((call) => call.done));
@@ -87,12 +77,7 @@ export class SupervisorRun {
     return this.supervisor.list().find((agent) => agent.name === name)!;
   }
 
-  private where(): string {
-    const step = this.path.steps[this.index]!;
-    return `step ${this.index} ${this.index > 0 ? `→${step.event.type}→ ` : ''}${formatState(step.state, showCounts)}`;
-  }
-
-  private async execute(step: ModelStep): Promise<void> {
+  protected async execute(step: ModelStep): Promise<void> {
     const previous = this.path.steps[this.index - 1]!.state;
     const event = step.event as SupervisorModelEvent;
     const { emits, refused } = modelEffects(previous, event);
@@ -160,7 +145,7 @@ export class SupervisorRun {
     return problems;
   }
 
-  private async check(state: ModelSnapshot): Promise<void> {
+  protected async check(state: ModelSnapshot): Promise<void> {
     const context = state.context as SupervisorModelContext;
     const statuses = this.supervisor.list().map((agent) => agent.status);
     const count = (status: AgentStatus) => statuses.filter((candidate) => candidate === status).length;
