@@ -53,16 +53,7 @@ export async function fanOutBench(size: FanOutSize = defaultSize, ctx: BenchCont
     await Promise.all(agents.map((agent) => stopRawAgent(agent)));
     const end = now();
     stillRunningAfterShutdown += agents.filter((agent) => isRunning(agent.pid)).length;
-    return {
-      value: connected - start + (end - stopStart),
-      extra: {
-        connectMs: connected - start,
-        spawnLoopMs,
-        shutdownMs: end - stopStart,
-        heapPerAgentKB: (heapAfter - heapBefore) / n / 1024,
-        parentCpuMsPerAgent: (cpuConnect + ownCpuMs() - cpuStop) / n,
-      },
-    };
+    return roundSample(n, { start, connected, stopStart, end, spawnLoopMs, heapBefore, heapAfter, cpuConnect, cpuStop });
   };
 
   const agentvisorRound = async (n: number): Promise<Sample> => {
@@ -91,16 +82,7 @@ export async function fanOutBench(size: FanOutSize = defaultSize, ctx: BenchCont
     await supervisor.shutdown();
     const end = now();
     stillRunningAfterShutdown += handles.filter((handle) => isRunning(handle.pid)).length;
-    return {
-      value: connected - start + (end - stopStart),
-      extra: {
-        connectMs: connected - start,
-        spawnLoopMs,
-        shutdownMs: end - stopStart,
-        heapPerAgentKB: (heapAfter - heapBefore) / n / 1024,
-        parentCpuMsPerAgent: (cpuConnect + ownCpuMs() - cpuStop) / n,
-      },
-    };
+    return roundSample(n, { start, connected, stopStart, end, spawnLoopMs, heapBefore, heapAfter, cpuConnect, cpuStop });
   };
 
   for (let i = 0; i < size.warmup; i++) {
@@ -144,4 +126,21 @@ export async function fanOutBench(size: FanOutSize = defaultSize, ctx: BenchCont
       processes: { spawned: leaks.checked, runningRightAfterShutdown: stillRunningAfterShutdown, leftover: leaks.leftover.length },
     },
   });
+}
+
+/** One fan-out round's sample, from the marks both sides take at the same points. */
+function roundSample(
+  n: number,
+  marks: { start: number; connected: number; stopStart: number; end: number; spawnLoopMs: number; heapBefore: number; heapAfter: number; cpuConnect: number; cpuStop: number },
+): Sample {
+  return {
+    value: marks.connected - marks.start + (marks.end - marks.stopStart),
+    extra: {
+      connectMs: marks.connected - marks.start,
+      spawnLoopMs: marks.spawnLoopMs,
+      shutdownMs: marks.end - marks.stopStart,
+      heapPerAgentKB: (marks.heapAfter - marks.heapBefore) / n / 1024,
+      parentCpuMsPerAgent: (marks.cpuConnect + ownCpuMs() - marks.cpuStop) / n,
+    },
+  };
 }
