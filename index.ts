@@ -10,18 +10,17 @@
  */
 export { createSupervisor, Supervisor } from './api/supervisor.js';
 export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions } from './api/supervisor.js';
-export { defaultOptions, type SupervisorOptions, type InspectOption } from './api/options.js';
-export { createConsoleInspector } from './api/console-inspector.js';
+export { defaultOptions, type SupervisorOptions, type SessionOptions, type InspectOption } from './api/options.js';
 export { Session, type SessionEvents } from './api/session.js';
-export type { SessionOptions } from './api/session-factory.js';
-export type { PermissionPolicy, PermissionRequest } from './api/permissions.js';
-export type { SessionStatus, StallPolicy } from './machines/session-events.js';
-export { sessionMachine } from './machines/session.machine.js';
-export type { ContentBlock, SessionUpdate, StopReason, McpServer } from './services/acp-client.service.js';
-export { presets, echoAgentScript } from './services/presets.js';
-export type { AgentSpec } from './services/agent-spec.js';
-export { AgentError, type AgentErrorKind, type AgentFailure } from './services/errors.js';
+export { createConsoleInspector } from './inspection/console-inspector.js';
+export type { PermissionPolicy, PermissionRequest } from './core/permission-policy.js';
+export type { ContentBlock, SessionUpdate, StopReason, McpServer } from './core/acp-types.js';
+export type { AgentSpec } from './core/agent-spec.js';
+export { AgentError, type AgentErrorKind, type AgentFailure } from './core/errors.js';
+export { presets, echoAgentScript, installHints } from './services/presets.js';
 export { agentMachine, type AgentContext } from './machines/agent.machine.js';
 export { supervisorMachine } from './machines/supervisor.machine.js';
+export { sessionMachine } from './machines/session.machine.js';
+export type { SessionStatus, StallPolicy } from './machines/session-events.js';
 export type { AgentStatus, AgentMachineInput, ProcessEvent, ProcessCommand } from './machines/agent-events.js';
 export { backoffDelay, defaultRestartPolicy, type RestartPolicy } from './machines/policies/backoff.policy.js';

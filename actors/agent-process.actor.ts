@@ -5,20 +5,36 @@
  * is left of the process group — so no path through the machine can orphan a process.
  */
 import { fromCallback } from 'xstate';
+import type { ClientConnection, InitializeResponse } from '../core/acp-types.js';
+import type { AgentSpec } from '../core/agent-spec.js';
+import { describeError } from '../core/errors.js';
 import type { AgentProcessInput, ProcessCommand, ProcessEvent } from '../machines/agent-events.js';
 import { openAcpConnection, type AcpClientOptions } from '../services/acp-client.service.js';
 import { spawnAgentProcess } from '../services/agent-process.service.js';
-import type { AgentSpec } from '../services/agent-spec.js';
 import { signalGroup } from '../services/process-group.service.js';
-import type { LiveConnections } from './live-connections.js';
 
 /** How long a process whose ACP stream closed may take to exit before it is killed. */
 const streamClosedGraceMs = 1000;
 
+/** A connected agent's live objects, which machine context (plain JSON) cannot hold. */
+export interface LiveConnection {
+  agent: string;
+  pid: number;
+  connection: ClientConnection;
+  initialize: InitializeResponse;
+}
+
+/** Where the actor publishes its connection while it is usable (the runtime's registry). */
+export interface ConnectionPublisher {
+  add(live: LiveConnection): void;
+  /** Removes the entry only if it is still this connection. */
+  remove(agent: string, connection: ClientConnection): void;
+}
+
 export interface AgentProcessDependencies {
   /** The launch spec of an agent (kept out of machine context: env may hold secrets). */
   getSpec(agent: string): AgentSpec;
-  connections: LiveConnections;
+  connections: ConnectionPublisher;
   /** ACP client options for an agent's connection (capabilities, handlers). */
   acpOptions?(agent: string): AcpClientOptions;
   stderrLines?: number;
@@ -37,7 +53,7 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
 
     if (pid === undefined) {
       void proc.spawnFailure.then((failure) => {
-        report({ type: 'process.failed', kind: failure?.kind ?? 'spawn_failed', detail: failure?.detail ?? 'spawn failed', stderr: [] });
+        report({ type: 'process.failed', ...(failure ?? { kind: 'spawn_failed', detail: 'spawn failed' }), stderr: [] });
         report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
       });
       return () => {
@@ -61,7 +77,7 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       (error: unknown) => {
         // A closed stream is reported by the exit path below, with the exit code.
         if (connection.signal.aborted) return;
-        report({ type: 'process.failed', kind: 'handshake_failed', detail: describe(error), stderr: proc.stderr.snapshot() });
+        report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: proc.stderr.snapshot() });
       },
     );
 
@@ -71,6 +87,7 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     void connection.closed.then(() => {
       // A closed connection is useless to callers at once, whatever the process does next.
       deps.connections.remove(input.agent, connection);
+      report({ type: 'process.connectionClosed' });
       if (closingOnPurpose || !proc.isRunning()) return;
       streamGrace = setTimeout(() => {
         if (closingOnPurpose || !proc.isRunning()) return;
@@ -119,10 +136,4 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       if (!groupGone) signalGroup(pid, 'SIGKILL');
     };
   });
-}
-
-function describe(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (error && typeof error === 'object' && 'message' in error) return String((error as { message: unknown }).message);
-  return String(error);
 }

@@ -1,14 +1,18 @@
-/** The options of `createSupervisor`, their defaults and their validation. */
-import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate';
-
-/** XState's clock interface (setTimeout/clearTimeout), as `createActor` takes it. */
-export type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
-import type { AgentTimings } from '../machines/agent-events.js';
+/** The options of `createSupervisor` and `newSession`, their defaults and their validation. */
+import { resolve } from 'node:path';
+import type { InspectionEvent, Observer } from 'xstate';
+import type { McpServer, SessionUpdate } from '../core/acp-types.js';
+import type { AgentSpec } from '../core/agent-spec.js';
+import { realClock, type Clock } from '../core/clock.js';
+import { invalidOptions } from '../core/errors.js';
+import type { PermissionPolicy } from '../core/permission-policy.js';
+import { createConsoleInspector } from '../inspection/console-inspector.js';
 import { defaultRestartPolicy, type RestartPolicy } from '../machines/policies/backoff.policy.js';
-import type { AgentSpec } from '../services/agent-spec.js';
-import { AgentError } from '../services/errors.js';
 import type { StallPolicy } from '../machines/session-events.js';
-import type { PermissionPolicy } from './permissions.js';
+import type { SessionSettings } from '../runtime/session-opener.js';
+import type { RuntimeSettings } from '../runtime/supervisor-runtime.js';
+
+export type { Clock };
 
 /** An XState inspection observer, a function of inspection events, or `'console'` for readable traces. */
 export type InspectOption = Observer<InspectionEvent> | ((event: InspectionEvent) => void) | 'console';
@@ -46,20 +50,21 @@ export interface SupervisorOptions {
   inspect?: InspectOption;
 }
 
-export interface ResolvedOptions {
-  maxAgents: number;
-  timings: AgentTimings;
-  stderrLines: number;
-  sessions: SessionDefaults;
-}
-
-export interface SessionDefaults {
-  permissions: PermissionPolicy;
-  permissionTimeoutMs: number;
-  stallTimeoutMs: number;
-  onStall: StallPolicy;
-  capabilities: { fs: boolean; terminal: boolean };
-  terminalOutputByteLimit: number;
+/** Options of `newSession` and `loadSession`. */
+export interface SessionOptions {
+  /** The session's working directory and the root of its sandbox (default: process.cwd()). */
+  cwd?: string;
+  /** MCP servers the agent should connect to. */
+  mcpServers?: McpServer[];
+  /** More directories the agent may read and write through fs/* and run terminals in. */
+  additionalRoots?: string[];
+  /** Overrides the supervisor's `permissions` policy for this session. */
+  permissions?: PermissionPolicy;
+  stallTimeoutMs?: number;
+  onStall?: StallPolicy;
+  /** Subscribed before the request is sent, so it also sees updates replayed by session/load. */
+  onUpdate?: (update: SessionUpdate) => void;
+  signal?: AbortSignal;
 }
 
 export const defaultOptions = Object.freeze({
@@ -74,9 +79,9 @@ export const defaultOptions = Object.freeze({
 });
 
 /** Fills in defaults; throws `AgentError` kind `invalid_options` for a malformed value. */
-export function resolveOptions(options: SupervisorOptions): ResolvedOptions {
+export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
   const restart: RestartPolicy = { ...defaultRestartPolicy, ...stripUndefined(options.restart ?? {}) };
-  const resolved: ResolvedOptions = {
+  const resolved: RuntimeSettings = {
     maxAgents: options.maxAgents ?? defaultOptions.maxAgents,
     stderrLines: options.stderrLines ?? defaultOptions.stderrLines,
     timings: {
@@ -93,6 +98,9 @@ export function resolveOptions(options: SupervisorOptions): ResolvedOptions {
       capabilities: { fs: options.capabilities?.fs ?? true, terminal: options.capabilities?.terminal ?? true },
       terminalOutputByteLimit: options.terminalOutputByteLimit ?? defaultOptions.terminalOutputByteLimit,
     },
+    ...(options.clock ? { clock: options.clock } : {}),
+    clockForTimers: options.clock ?? realClock,
+    ...(options.inspect ? { inspect: options.inspect === 'console' ? createConsoleInspector() : options.inspect } : {}),
   };
   requirePermissionPolicy(resolved.sessions.permissions);
   requireStallPolicy(resolved.sessions.onStall);
@@ -124,24 +132,40 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
 function requireNumber(name: string, value: unknown, min: number, max = Number.POSITIVE_INFINITY): void {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
     const range = max === Number.POSITIVE_INFINITY ? `a finite number ≥ ${min}` : `a number from ${min} to ${max}`;
-    throw new AgentError('invalid_options', `Option ${name} must be ${range}, got ${String(value)}`);
+    throw invalidOptions(`Option ${name} must be ${range}, got ${String(value)}`);
   }
 }
 
 function requireInteger(name: string, value: unknown, min: number): void {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw new AgentError('invalid_options', `Option ${name} must be an integer ≥ ${min}, got ${String(value)}`);
+    throw invalidOptions(`Option ${name} must be an integer ≥ ${min}, got ${String(value)}`);
   }
 }
 
 /** Throws `invalid_options` unless `policy` is 'ask', 'allow', 'deny' or a function. */
-export function requirePermissionPolicy(policy: unknown): void {
+function requirePermissionPolicy(policy: unknown): void {
   if (typeof policy === 'function' || policy === 'ask' || policy === 'allow' || policy === 'deny') return;
-  throw new AgentError('invalid_options', `Option permissions must be 'ask', 'allow', 'deny' or a function, got ${String(policy)}`);
+  throw invalidOptions(`Option permissions must be 'ask', 'allow', 'deny' or a function, got ${String(policy)}`);
 }
 
 /** Throws `invalid_options` unless `policy` is 'none', 'cancel' or 'restart'. */
-export function requireStallPolicy(policy: unknown): void {
+function requireStallPolicy(policy: unknown): void {
   if (policy === 'none' || policy === 'cancel' || policy === 'restart') return;
-  throw new AgentError('invalid_options', `Option onStall must be 'none', 'cancel' or 'restart', got ${String(policy)}`);
+  throw invalidOptions(`Option onStall must be 'none', 'cancel' or 'restart', got ${String(policy)}`);
+}
+
+/** A session's settings from its options over the supervisor's defaults; throws `invalid_options`. */
+export function resolveSessionOptions(options: SessionOptions, defaults: RuntimeSettings['sessions']): SessionSettings {
+  if (options.permissions !== undefined) requirePermissionPolicy(options.permissions);
+  if (options.onStall !== undefined) requireStallPolicy(options.onStall);
+  if (options.stallTimeoutMs !== undefined) requireNumber('stallTimeoutMs', options.stallTimeoutMs, 0);
+  return {
+    cwd: resolve(options.cwd ?? process.cwd()),
+    roots: (options.additionalRoots ?? []).map((root) => resolve(root)),
+    mcpServers: options.mcpServers ?? [],
+    permissions: options.permissions ?? defaults.permissions,
+    stallTimeoutMs: options.stallTimeoutMs ?? defaults.stallTimeoutMs,
+    onStall: options.onStall ?? defaults.onStall,
+    ...(options.onUpdate ? { onUpdate: options.onUpdate } : {}),
+  };
 }

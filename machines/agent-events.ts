@@ -1,9 +1,9 @@
 /**
- * The vocabulary between an agent machine, its process actor and its supervisor.
- * Plain JSON only: these events travel through inspectors and snapshots.
+ * The vocabulary between an agent machine, its process actor, its sessions and its
+ * supervisor. Plain JSON only: these events travel through inspectors and snapshots.
  */
-import type { InitializeResponse } from '../services/acp-client.service.js';
-import type { AgentErrorKind, AgentFailure } from '../services/errors.js';
+import type { InitializeResponse } from '../core/acp-types.js';
+import type { AgentErrorKind, AgentFailure, CommandResult } from '../core/errors.js';
 import type { RestartPolicy } from './policies/backoff.policy.js';
 
 /** The agent lifecycle's top-level states, which are also its status strings. */
@@ -28,8 +28,22 @@ export interface AgentMachineInput extends AgentTimings {
   jitterSeed: number;
 }
 
-/** Commands a caller (usually the supervisor) sends to an agent. */
-export type AgentCommand = { type: 'ensure' } | { type: 'reconnect' } | { type: 'stop' };
+/**
+ * Commands a caller (usually the supervisor) sends to an agent. A command with a
+ * `requestId` is answered exactly once with `command.settled` carrying that id: a start
+ * (`ensure`, `reconnect`) when the agent connects, fails for good or is stopped; a `stop`
+ * when the agent is idle.
+ */
+export type AgentCommand =
+  | { type: 'ensure'; requestId?: string }
+  | { type: 'reconnect'; requestId?: string }
+  | { type: 'stop'; requestId?: string };
+
+/** A session asks its agent to kill and restart its process (the stall policy `restart`). */
+export interface RestartRequest {
+  type: 'restart';
+  sessionId: string;
+}
 
 /** Failure report of a process actor, before the machine words it for people. */
 export interface ProcessFailureReport {
@@ -39,6 +53,9 @@ export interface ProcessFailureReport {
   stderr: string[];
   exitCode?: number | null;
   signal?: string | null;
+  /** With kind `not_installed`: the command and how to install it. */
+  command?: string;
+  installHint?: string;
 }
 
 /** What a process actor reports to the agent machine that spawned it. */
@@ -46,6 +63,8 @@ export type ProcessEvent =
   | { type: 'process.spawned'; pid: number }
   | { type: 'process.initialized'; initialize: InitializeResponse }
   | ({ type: 'process.failed' } & ProcessFailureReport)
+  /** The ACP stream closed; the exit (or a kill after a grace) follows. */
+  | { type: 'process.connectionClosed' }
   /** Sent once, when no process of the agent's group is left (or none ever started). */
   | { type: 'process.exited'; exitCode: number | null; signal: string | null; stderr: string[]; reason: 'exit' | 'stream_closed' };
 
@@ -57,12 +76,22 @@ export interface AgentProcessInput {
 /** Commands the agent machine sends to its process actor: the rungs of the stop ladder. */
 export type ProcessCommand = { type: 'closeInput' } | { type: 'terminate' } | { type: 'kill' };
 
+/** The answer to one command that carried a `requestId`. */
+export interface CommandSettled {
+  type: 'command.settled';
+  agent: string;
+  requestId: string;
+  result: CommandResult;
+}
+
 /** What an agent machine reports to its parent. */
 export type AgentReport =
   | { type: 'agent.status'; agent: string; status: AgentStatus; retrying?: boolean }
-  | { type: 'agent.error'; agent: string; failure: AgentFailure };
+  | { type: 'agent.error'; agent: string; failure: AgentFailure }
+  | { type: 'agent.settled'; settled: CommandSettled };
 
 /** What an agent machine emits to `actor.on(...)` listeners. */
 export type AgentEmitted =
   | { type: 'status'; agent: string; status: AgentStatus }
-  | { type: 'error'; agent: string; failure: AgentFailure };
+  | { type: 'error'; agent: string; failure: AgentFailure }
+  | CommandSettled;

@@ -4,17 +4,33 @@
  * by name (`agentProcess`) and plugged in with `.provide()` by the runtime; every delay is
  * named and computed from context, so a SimulatedClock drives it in tests.
  *
+ * It decides every outcome a caller sees: each command that carries a `requestId` is
+ * answered once with `command.settled` — a start when the agent connects, fails for good
+ * or is stopped; a stop when the agent is idle. A start asked for while stopping waits in
+ * `startRequests` and begins once the agent is idle.
+ *
  * The live process is a spawned child with the stable id `process`: it outlives the
  * `starting` state (it is the same process once `connected`) and is released with
  * `stopChild`, whose cleanup kills the process group if it is still there.
  */
 import { assign, enqueueActions, fromCallback, sendTo, setup, stopChild } from 'xstate';
-import type { AgentFailure } from '../services/errors.js';
-import type { AgentCommand, AgentEmitted, AgentMachineInput, AgentProcessInput, AgentReport, AgentStatus, ProcessCommand, ProcessEvent } from './agent-events.js';
-import type { InitializeResponse } from '../services/acp-client.service.js';
+import type { InitializeResponse } from '../core/acp-types.js';
+import { failureMessage, failures, type AgentFailure, type CommandResult } from '../core/errors.js';
+import type {
+  AgentCommand,
+  AgentEmitted,
+  AgentMachineInput,
+  AgentProcessInput,
+  AgentReport,
+  AgentStatus,
+  CommandSettled,
+  ProcessCommand,
+  ProcessEvent,
+  RestartRequest,
+} from './agent-events.js';
 import { backoffDelay, jitterRoll, type RestartPolicy } from './policies/backoff.policy.js';
-import { failureMessage, isRetryable } from './policies/failure.policy.js';
-import type { SessionOpenEvent } from './session-events.js';
+import { isRetryable } from './policies/retry.policy.js';
+import type { SessionMachineInput, SessionOpenEvent } from './session-events.js';
 import { sessionMachine } from './session.machine.js';
 
 export interface AgentContext {
@@ -25,21 +41,31 @@ export interface AgentContext {
   shutdownTimeoutMs: number;
   killTimeoutMs: number;
   jitterSeed: number;
+  /** The top-level state, as the status string it reports. */
+  status: AgentStatus;
   /** Automatic attempts made in the current streak of failures. */
   attempt: number;
   /** Whether a failure now may be retried in the background (see `canRetry`). */
   autoRetry: boolean;
   /** True from spawning the process actor until it is released. */
   processRunning: boolean;
+  /** False once the ACP stream of the current process closed (its exit is on its way). */
+  connectionOpen: boolean;
   pid: number | null;
   /** The agent's `initialize` answer while connected. */
   initialize: InitializeResponse | null;
   lastError: AgentFailure | null;
   /** Ids of the session children (actor id `session:<id>`). */
   sessionIds: string[];
+  /** Callers waiting for a start (ensure, reconnect) to connect, fail or be stopped. */
+  startRequests: string[];
+  /** Callers waiting for a stop to reach idle. */
+  stopRequests: string[];
 }
 
-export type AgentEvent = AgentCommand | ProcessEvent | SessionOpenEvent | { type: 'session.forget'; sessionId: string };
+export type AgentEvent = AgentCommand | ProcessEvent | SessionOpenEvent | RestartRequest | { type: 'session.forget'; sessionId: string };
+
+type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 
 /** The actor id of a session child. */
 export const sessionActorId = (sessionId: string) => `session:${sessionId}`;
@@ -68,9 +94,13 @@ export const agentMachine = setup({
     /** A loss or a failed automatic attempt may be retried: attempts left, retryable kind. */
     canRetry: ({ context }) => willRetry(context),
     hasNoProcess: ({ context }) => !context.processRunning,
+    /** Somebody asked for a start while the agent was stopping. */
+    hasStartRequests: ({ context }) => context.startRequests.length > 0,
+    connectionIsOpen: ({ context }) => context.connectionOpen,
   },
   actions: {
     reportStatus: enqueueActions(({ enqueue, context, self }, params: { status: AgentStatus }) => {
+      enqueue.assign({ status: params.status });
       enqueue.emit({ type: 'status', agent: context.name, status: params.status });
       // `retrying`: this disconnected agent is about to reconnect (the parent counts it as live).
       const retrying = params.status === 'disconnected' && willRetry(context);
@@ -83,74 +113,78 @@ export const agentMachine = setup({
       enqueue.emit({ type: 'error', agent: context.name, failure });
       if (self._parent) enqueue.sendParent({ type: 'agent.error', agent: context.name, failure } satisfies AgentReport);
     }),
+    addStartRequest: assign({
+      startRequests: ({ context }, params: { requestId: string | undefined }) =>
+        params.requestId === undefined ? context.startRequests : [...context.startRequests, params.requestId],
+    }),
+    addStopRequest: assign({
+      stopRequests: ({ context }, params: { requestId: string | undefined }) =>
+        params.requestId === undefined ? context.stopRequests : [...context.stopRequests, params.requestId],
+    }),
+    /** Answers one command at once (ensure on a connected agent, stop on an idle one). */
+    answerNow: enqueueActions(({ enqueue, context, self }, params: { requestId: string | undefined }) => {
+      if (params.requestId !== undefined) settle(enqueue, context, self, [params.requestId], { ok: true });
+    }),
+    /** The waiting starts connected: answer them. */
+    settleStartsConnected: enqueueActions(({ enqueue, context, self }) => {
+      settle(enqueue, context, self, context.startRequests, { ok: true });
+      enqueue.assign({ startRequests: [] });
+    }),
+    /** The agent is being stopped: the waiting starts end with kind `stopped`. */
+    settleStartsStopped: enqueueActions(({ enqueue, context, self }) => {
+      settle(enqueue, context, self, context.startRequests, { ok: false, failure: failures.stoppedBeforeConnected(context.name) });
+      enqueue.assign({ startRequests: [] });
+    }),
+    /** Disconnected for good (no automatic retry follows): the waiting starts fail with its error. */
+    settleStartsIfGivingUp: enqueueActions(({ enqueue, context, self }) => {
+      if (willRetry(context) || !context.lastError) return;
+      settle(enqueue, context, self, context.startRequests, { ok: false, failure: context.lastError });
+      enqueue.assign({ startRequests: [] });
+    }),
+    settleStops: enqueueActions(({ enqueue, context, self }) => {
+      settle(enqueue, context, self, context.stopRequests, { ok: true });
+      enqueue.assign({ stopRequests: [] });
+    }),
     spawnProcess: enqueueActions(({ enqueue, context }) => {
       enqueue.spawnChild('agentProcess', { id: 'process', input: { agent: context.name } });
-      enqueue.assign({ processRunning: true, pid: null });
+      enqueue.assign({ processRunning: true, connectionOpen: true, pid: null });
     }),
     /** Stops the process actor; its cleanup kills whatever is left of the process group. */
     releaseProcess: enqueueActions(({ enqueue }) => {
       enqueue(stopChild('process'));
-      enqueue.assign({ processRunning: false, pid: null, initialize: null });
+      enqueue.assign({ processRunning: false, connectionOpen: false, pid: null, initialize: null });
     }),
-    recordPid: assign({ pid: ({ event }) => (event.type === 'process.spawned' ? event.pid : null) }),
-    recordConnection: assign({
-      initialize: ({ event }) => (event.type === 'process.initialized' ? event.initialize : null),
-      lastError: null,
-    }),
-    recordProcessFailure: assign({
-      lastError: ({ context, event }) => {
-        if (event.type !== 'process.failed') return context.lastError;
-        return {
-          kind: event.kind,
-          message: failureMessage(event.kind, context.displayName),
-          detail: event.detail,
-          stderr: event.stderr,
-          exitCode: event.exitCode ?? null,
-          signal: event.signal ?? null,
-        };
-      },
-    }),
-    recordExitDuringHandshake: assign({
-      lastError: ({ context, event }) => exitFailure('handshake_failed', context, event),
-    }),
-    recordHandshakeTimeout: assign({
-      lastError: ({ context }) => ({
-        kind: 'handshake_timeout' as const,
-        message: failureMessage('handshake_timeout', context.displayName),
-        detail: `no answer to initialize within ${context.handshakeTimeoutMs} ms`,
-        stderr: [],
-      }),
-    }),
-    recordLoss: assign({
-      lastError: ({ context, event }) => exitFailure('agent_exited', context, event),
-    }),
+    recordPid: assign({ pid: (_, params: { pid: number }) => params.pid }),
+    recordConnection: assign({ initialize: (_, params: { initialize: InitializeResponse }) => params.initialize, lastError: null }),
+    markConnectionClosed: assign({ connectionOpen: false }),
+    recordFailure: assign({ lastError: (_, params: { failure: AgentFailure }) => params.failure }),
     countAttempt: assign({ attempt: ({ context }) => context.attempt + 1 }),
     /** Stopped agents start afresh: no error, no attempts counted. */
     forgetFailures: assign({ attempt: 0, lastError: null }),
     resetAttempts: assign({ attempt: 0 }),
     allowAutoRetry: assign({ autoRetry: true }),
-    /** Starts requested by a caller report their failure to that caller instead. */
-    forbidAutoRetry: assign({ autoRetry: false }),
-    spawnSession: enqueueActions(({ enqueue, context, event }) => {
-      if (event.type !== 'session.open' || context.sessionIds.includes(event.session.sessionId)) return;
-      enqueue.spawnChild('session', { id: sessionActorId(event.session.sessionId), input: event.session });
-      enqueue.assign({ sessionIds: [...context.sessionIds, event.session.sessionId] });
+    /** A start a caller asked for: a fresh attempt count, and its failure goes to that caller, not to a retry. */
+    beginCallerStart: assign({ attempt: 0, autoRetry: false }),
+    spawnSession: enqueueActions(({ enqueue, context }, params: { session: SessionMachineInput }) => {
+      if (context.sessionIds.includes(params.session.sessionId)) return;
+      enqueue.spawnChild('session', { id: sessionActorId(params.session.sessionId), input: params.session });
+      enqueue.assign({ sessionIds: [...context.sessionIds, params.session.sessionId] });
     }),
-    forgetSession: enqueueActions(({ enqueue, context, event }) => {
-      if (event.type !== 'session.forget' || !context.sessionIds.includes(event.sessionId)) return;
-      enqueue(stopChild(sessionActorId(event.sessionId)));
-      enqueue.assign({ sessionIds: context.sessionIds.filter((id) => id !== event.sessionId) });
+    forgetSession: enqueueActions(({ enqueue, context }, params: { sessionId: string }) => {
+      if (!context.sessionIds.includes(params.sessionId)) return;
+      enqueue(stopChild(sessionActorId(params.sessionId)));
+      enqueue.assign({ sessionIds: context.sessionIds.filter((id) => id !== params.sessionId) });
     }),
     /** The process died: every session's turn fails with agent_exited; they stay resumable. */
     failSessions: enqueueActions(({ enqueue, context }) => {
-      for (const sessionId of context.sessionIds) {
-        enqueue.sendTo(sessionActorId(sessionId), { type: 'agent.lost', kind: 'agent_exited', message: failureMessage('agent_exited', context.displayName) });
-      }
+      const lost = failures.agentLost(context.displayName);
+      for (const sessionId of context.sessionIds) enqueue.sendTo(sessionActorId(sessionId), { type: 'agent.lost', kind: lost.kind, message: lost.message });
     }),
     /** The agent is being stopped: its sessions end (stopped) and are forgotten. */
     endSessions: enqueueActions(({ enqueue, context }) => {
+      const stopped = failures.agentStopped(context.displayName);
       for (const sessionId of context.sessionIds) {
-        enqueue.sendTo(sessionActorId(sessionId), { type: 'agent.lost', kind: 'stopped', message: `${context.displayName} was stopped` });
+        enqueue.sendTo(sessionActorId(sessionId), { type: 'agent.lost', kind: stopped.kind, message: stopped.message });
         enqueue(stopChild(sessionActorId(sessionId)));
       }
       enqueue.assign({ sessionIds: [] });
@@ -164,59 +198,62 @@ export const agentMachine = setup({
   description: 'One supervised agent process and its ACP connection.',
   context: ({ input }) => ({
     ...input,
+    status: 'idle',
     attempt: 0,
     autoRetry: false,
     processRunning: false,
+    connectionOpen: false,
     pid: null,
     initialize: null,
     lastError: null,
     sessionIds: [],
+    startRequests: [],
+    stopRequests: [],
   }),
   initial: 'idle',
   on: {
-    'session.forget': { actions: 'forgetSession', description: 'A session was closed: drop its actor.' },
+    'session.forget': {
+      actions: { type: 'forgetSession', params: ({ event }) => ({ sessionId: event.sessionId }) },
+      description: 'A session was closed: drop its actor.',
+    },
   },
   states: {
     idle: {
       description: 'No process, a clean slate (no error, attempt 0). Waits for ensureAgent().',
-      entry: [{ type: 'reportStatus', params: { status: 'idle' } }, 'forgetFailures'],
+      entry: [{ type: 'reportStatus', params: { status: 'idle' } }, 'forgetFailures', 'settleStops'],
+      always: {
+        guard: 'hasStartRequests',
+        target: 'starting',
+        actions: 'beginCallerStart',
+        description: 'A start was asked for while the agent was stopping: begin it now that the stop is done.',
+      },
       on: {
         ensure: {
           target: 'starting',
-          actions: ['resetAttempts', 'forbidAutoRetry'],
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
           description: 'ensureAgent(): spawn the process and open ACP.',
         },
+        reconnect: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+          description: 'reconnect() of an idle agent starts it, as ensureAgent() does.',
+        },
+        stop: { actions: { type: 'answerNow', params: requestIdOf }, description: 'Already stopped.' },
       },
     },
     starting: {
       description: 'A first start requested by a caller: spawn, then the initialize handshake.',
       entry: [{ type: 'reportStatus', params: { status: 'starting' } }, 'spawnProcess'],
       on: {
-        'process.spawned': { actions: 'recordPid' },
-        'process.initialized': { target: 'connected', actions: 'recordConnection', description: 'initialize answered.' },
-        'process.failed': {
-          target: 'disconnected',
-          actions: ['recordProcessFailure', 'releaseProcess'],
-          description: 'Spawn failed (not_installed) or initialize was rejected (handshake_failed).',
-        },
-        'process.exited': {
-          target: 'disconnected',
-          actions: ['recordExitDuringHandshake', 'releaseProcess'],
-          description: 'The process exited before answering initialize.',
-        },
-        stop: { target: 'stopping', description: 'stop() or shutdown during the handshake.' },
+        ...handshakeTransitions(),
+        ...joinStart('A start is already in flight: wait for its outcome.'),
+        stop: stopTransition('stop() or shutdown during the handshake.'),
       },
-      after: {
-        handshakeTimeout: {
-          target: 'disconnected',
-          actions: ['recordHandshakeTimeout', 'releaseProcess'],
-          description: 'initialize unanswered for handshakeTimeoutMs: kill the process group.',
-        },
-      },
+      after: handshakeTimeoutTransition(),
     },
     connected: {
       description: 'The agent answered initialize; its connection is in use.',
-      entry: { type: 'reportStatus', params: { status: 'connected' } },
+      entry: [{ type: 'reportStatus', params: { status: 'connected' } }, 'settleStartsConnected'],
       initial: 'settling',
       states: {
         settling: {
@@ -228,18 +265,34 @@ export const agentMachine = setup({
         stable: { description: 'Up for stableAfterMs; the attempt counter is back at 0.' },
       },
       on: {
+        'process.connectionClosed': { actions: 'markConnectionClosed', description: 'The ACP stream closed; the exit is on its way.' },
         'process.exited': {
           target: 'disconnected',
-          actions: ['recordLoss', 'releaseProcess', 'allowAutoRetry', 'failSessions'],
+          actions: [{ type: 'recordFailure', params: ({ context, event }) => ({ failure: exitFailure('agent_exited', context, event) }) }, 'releaseProcess', 'allowAutoRetry', 'failSessions'],
           description: 'The process exited or its ACP stream closed: the agent was lost.',
         },
-        'session.open': { actions: 'spawnSession', description: 'session/new or session/load succeeded: a session child.' },
-        stop: { target: 'stopping', description: 'stop() or shutdown.' },
+        ensure: [
+          { guard: 'connectionIsOpen', actions: { type: 'answerNow', params: requestIdOf }, description: 'Already connected: the same connection.' },
+          { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'Its stream just closed: wait for the loss and what follows it.' },
+        ],
+        reconnect: [
+          { guard: 'connectionIsOpen', actions: { type: 'answerNow', params: requestIdOf }, description: 'Already connected: the same connection.' },
+          { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'Its stream just closed: wait for the loss and what follows it.' },
+        ],
+        'session.open': {
+          actions: { type: 'spawnSession', params: ({ event }) => ({ session: event.session }) },
+          description: 'session/new or session/load succeeded: a session child.',
+        },
+        restart: {
+          actions: 'killProcess',
+          description: 'A session stalled with onStall restart: kill the process group; the restart policy brings the agent back.',
+        },
+        stop: stopTransition('stop() or shutdown.'),
       },
     },
     disconnected: {
       description: 'No process. Retries automatically after a loss while attempts remain; otherwise waits for a caller.',
-      entry: [{ type: 'reportStatus', params: { status: 'disconnected' } }, 'reportFailure'],
+      entry: [{ type: 'reportStatus', params: { status: 'disconnected' } }, 'reportFailure', 'settleStartsIfGivingUp'],
       always: {
         guard: 'canRetry',
         target: 'reconnecting',
@@ -249,15 +302,15 @@ export const agentMachine = setup({
       on: {
         ensure: {
           target: 'starting',
-          actions: ['resetAttempts', 'forbidAutoRetry'],
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
           description: 'ensureAgent(): a fresh start, reported to the caller.',
         },
         reconnect: {
           target: 'reconnecting.spawning',
-          actions: ['resetAttempts', 'forbidAutoRetry'],
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
           description: 'reconnect(): reset the attempt counter and spawn now.',
         },
-        stop: { target: 'stopping', description: 'stop() clears the error and goes idle.' },
+        stop: stopTransition('stop() clears the error and goes idle.'),
       },
     },
     reconnecting: {
@@ -271,7 +324,7 @@ export const agentMachine = setup({
           on: {
             reconnect: {
               target: 'spawning',
-              actions: ['resetAttempts', 'forbidAutoRetry'],
+              actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
               description: 'reconnect(): cancel the timer, reset the count, spawn now.',
             },
           },
@@ -279,36 +332,18 @@ export const agentMachine = setup({
         spawning: {
           description: 'Spawned again; waiting for initialize.',
           entry: 'spawnProcess',
-          on: {
-            'process.spawned': { actions: 'recordPid' },
-            'process.initialized': { target: '#agent.connected', actions: 'recordConnection', description: 'Reconnected.' },
-            'process.failed': {
-              target: '#agent.disconnected',
-              actions: ['recordProcessFailure', 'releaseProcess'],
-              description: 'The attempt failed: retry again or give up.',
-            },
-            'process.exited': {
-              target: '#agent.disconnected',
-              actions: ['recordExitDuringHandshake', 'releaseProcess'],
-              description: 'The process exited before answering initialize.',
-            },
-          },
-          after: {
-            handshakeTimeout: {
-              target: '#agent.disconnected',
-              actions: ['recordHandshakeTimeout', 'releaseProcess'],
-              description: 'initialize unanswered for handshakeTimeoutMs.',
-            },
-          },
+          on: handshakeTransitions(),
+          after: handshakeTimeoutTransition(),
         },
       },
       on: {
-        stop: { target: 'stopping', description: 'stop() or shutdown; leaving cancels the backoff timer.' },
+        ...joinStart('A reconnect is under way: wait for its outcome.'),
+        stop: stopTransition('stop() or shutdown; leaving cancels the backoff timer.'),
       },
     },
     stopping: {
       description: 'The graceful stop ladder: close ACP and stdin, SIGTERM the group, SIGKILL the group.',
-      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'endSessions'],
+      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'endSessions', 'settleStartsStopped'],
       initial: 'checking',
       states: {
         checking: {
@@ -341,12 +376,84 @@ export const agentMachine = setup({
         },
       },
       on: {
-        'process.spawned': { actions: 'recordPid' },
+        'process.spawned': { actions: { type: 'recordPid', params: ({ event }) => ({ pid: event.pid }) } },
         'process.exited': { target: 'idle', actions: 'releaseProcess', description: 'No process of the group is left.' },
+        ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
+        reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
+        stop: { actions: { type: 'addStopRequest', params: requestIdOf }, description: 'Already stopping: answered once idle.' },
       },
     },
   },
 });
+
+/** The `requestId` a command carries, as an action's params. */
+function requestIdOf({ event }: { event: AgentEvent }): { requestId: string | undefined } {
+  return { requestId: 'requestId' in event ? event.requestId : undefined };
+}
+
+/** `stop` from a live state: into the ladder, answered once idle. */
+function stopTransition(description: string) {
+  return { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description } as const;
+}
+
+/** `ensure`/`reconnect` while a start is in flight: the caller joins it. */
+function joinStart(description: string) {
+  const join = { actions: { type: 'addStartRequest', params: requestIdOf }, description } as const;
+  return { ensure: join, reconnect: join };
+}
+
+/** The handshake, written once for `starting` and `reconnecting.spawning`. */
+function handshakeTransitions() {
+  return {
+    'process.spawned': { actions: { type: 'recordPid', params: ({ event }: { event: EventOf<'process.spawned'> }) => ({ pid: event.pid }) } },
+    'process.initialized': {
+      target: '#agent.connected',
+      actions: { type: 'recordConnection', params: ({ event }: { event: EventOf<'process.initialized'> }) => ({ initialize: event.initialize }) },
+      description: 'initialize answered.',
+    },
+    'process.failed': {
+      target: '#agent.disconnected',
+      actions: [
+        { type: 'recordFailure', params: ({ context, event }: { context: AgentContext; event: EventOf<'process.failed'> }) => ({ failure: processFailure(context, event) }) },
+        'releaseProcess',
+      ],
+      description: 'Spawn failed (not_installed, spawn_failed) or initialize was rejected (handshake_failed).',
+    },
+    'process.exited': {
+      target: '#agent.disconnected',
+      actions: [
+        { type: 'recordFailure', params: ({ context, event }: { context: AgentContext; event: EventOf<'process.exited'> }) => ({ failure: exitFailure('handshake_failed', context, event) }) },
+        'releaseProcess',
+      ],
+      description: 'The process exited before answering initialize.',
+    },
+  } as const;
+}
+
+function handshakeTimeoutTransition() {
+  return {
+    handshakeTimeout: {
+      target: '#agent.disconnected',
+      actions: [{ type: 'recordFailure', params: ({ context }: { context: AgentContext }) => ({ failure: handshakeTimeoutFailure(context) }) }, 'releaseProcess'],
+      description: 'initialize unanswered for handshakeTimeoutMs: kill the process group.',
+    },
+  } as const;
+}
+
+/** Emits `command.settled` for each request, and reports it to the parent. */
+function settle(
+  enqueue: { emit(event: AgentEmitted): void; sendParent(event: AgentReport): void },
+  context: AgentContext,
+  self: { _parent?: unknown },
+  requestIds: readonly string[],
+  result: CommandResult,
+): void {
+  for (const requestId of requestIds) {
+    const settled: CommandSettled = { type: 'command.settled', agent: context.name, requestId, result };
+    enqueue.emit(settled);
+    if (self._parent) enqueue.sendParent({ type: 'agent.settled', settled });
+  }
+}
 
 /** A loss or a failed automatic attempt may be retried: attempts left and a retryable error. */
 function willRetry(context: AgentContext): boolean {
@@ -358,18 +465,37 @@ function willRetry(context: AgentContext): boolean {
   );
 }
 
+function processFailure(context: AgentContext, event: EventOf<'process.failed'>): AgentFailure {
+  return {
+    kind: event.kind,
+    message: failureMessage(event.kind, context.displayName),
+    detail: event.detail,
+    stderr: event.stderr,
+    exitCode: event.exitCode ?? null,
+    signal: event.signal ?? null,
+    ...(event.command !== undefined ? { command: event.command } : {}),
+    ...(event.installHint !== undefined ? { installHint: event.installHint } : {}),
+  };
+}
+
+function handshakeTimeoutFailure(context: AgentContext): AgentFailure {
+  return {
+    kind: 'handshake_timeout',
+    message: failureMessage('handshake_timeout', context.displayName),
+    detail: `no answer to initialize within ${context.handshakeTimeoutMs} ms`,
+    stderr: [],
+  };
+}
+
 /** The failure recorded when the process exits; `kind` says in which phase it happened. */
-function exitFailure(kind: 'handshake_failed' | 'agent_exited', context: AgentContext, event: AgentEvent): AgentFailure {
-  const exit = event.type === 'process.exited' ? event : null;
-  const how = exit?.reason === 'stream_closed'
-    ? 'its ACP stream closed'
-    : exit?.signal ? `killed by ${exit.signal}` : `exit code ${exit?.exitCode ?? 'unknown'}`;
+function exitFailure(kind: 'handshake_failed' | 'agent_exited', context: AgentContext, exit: EventOf<'process.exited'>): AgentFailure {
+  const how = exit.reason === 'stream_closed' ? 'its ACP stream closed' : exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.exitCode ?? 'unknown'}`;
   return {
     kind,
     message: failureMessage(kind, context.displayName),
     detail: `${context.displayName} process ended (${how})`,
-    stderr: exit?.stderr ?? [],
-    exitCode: exit?.exitCode ?? null,
-    signal: exit?.signal ?? null,
+    stderr: exit.stderr,
+    exitCode: exit.exitCode,
+    signal: exit.signal,
   };
 }

@@ -1,6 +1,6 @@
 /** The vocabulary of a session actor. Plain JSON only. */
-import type { ContentBlock, StopReason } from '../services/acp-client.service.js';
-import type { AgentErrorKind } from '../services/errors.js';
+import type { ContentBlock, StopReason } from '../core/acp-types.js';
+import type { AgentErrorKind, AgentFailure } from '../core/errors.js';
 
 /** What a session is doing, as `session.status` reports it. */
 export type SessionStatus = 'ready' | 'running' | 'awaiting_permission' | 'stalled' | 'completed' | 'failed' | 'stopped';
@@ -10,6 +10,8 @@ export type StallPolicy = 'none' | 'cancel' | 'restart';
 
 export interface SessionMachineInput {
   agent: string;
+  /** The agent's display name, for the messages of the session's failures. */
+  displayName: string;
   sessionId: string;
   stallTimeoutMs: number;
   onStall: StallPolicy;
@@ -21,16 +23,22 @@ export interface SessionFailure {
 }
 
 export type SessionEvent =
-  | { type: 'prompt'; prompt: ContentBlock[] }
+  /** session.prompt(): answered with `request.settled` carrying `requestId`. */
+  | { type: 'prompt'; requestId: string; prompt: ContentBlock[] }
+  /** session.resume(); `canLoad`: the agent's current connection advertises loadSession. */
+  | { type: 'resume'; requestId: string; canLoad: boolean }
+  /** session.cancel() or the prompt's AbortSignal: session/cancel for the running turn. */
+  | { type: 'cancel' }
+  | { type: 'close' }
   /** At least one `session/update` arrived (coalesced: one event per batch). */
   | { type: 'activity' }
   | { type: 'permission.requested'; requestId: string }
   | { type: 'permission.settled'; requestId: string }
   /** The agent process is gone: `stopped` when stopped on purpose, else it was lost. */
   | { type: 'agent.lost'; kind: AgentErrorKind; message: string }
-  /** `canLoad`: the agent's current connection advertises loadSession. */
-  | { type: 'resume'; canLoad: boolean }
-  | { type: 'close' };
+  /** What the prompt turn actor reports. */
+  | { type: 'turn.completed'; stopReason: StopReason }
+  | { type: 'turn.failed'; failure: SessionFailure };
 
 export interface PromptTurnInput {
   agent: string;
@@ -38,18 +46,21 @@ export interface PromptTurnInput {
   prompt: ContentBlock[];
 }
 
-export interface PromptTurnOutput {
-  stopReason: StopReason;
-}
+/** Commands the session machine sends to its prompt turn actor. */
+export type PromptTurnCommand = { type: 'cancel' };
 
 export interface LoadSessionInput {
   agent: string;
   sessionId: string;
 }
 
+/** The outcome of a prompt or resume request. */
+export type SessionRequestResult = { ok: true; stopReason?: StopReason } | { ok: false; failure: AgentFailure };
+
 export type SessionEmitted =
   | { type: 'status'; agent: string; sessionId: string; status: SessionStatus }
-  | { type: 'stall'; agent: string; sessionId: string; policy: StallPolicy; stallTimeoutMs: number };
+  | { type: 'stall'; agent: string; sessionId: string; policy: StallPolicy; stallTimeoutMs: number }
+  | { type: 'request.settled'; requestId: string; result: SessionRequestResult };
 
 /** What an agent machine needs to spawn a session child. */
 export interface SessionOpenEvent {

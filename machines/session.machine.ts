@@ -3,16 +3,36 @@
  * stalled) → completed, failed (resumable with session/load), stopped. A child of its
  * agent's actor. Pure: the prompt turn and session/load are actors referenced by name and
  * provided by the runtime; the stall timer is the named delay `stallTimeout`.
+ *
+ * It decides every outcome a caller sees: each `prompt` and `resume` is answered once with
+ * `request.settled` (a busy or closed session refuses at once), and the stall policy is a
+ * state of its own — cancel the turn, or ask the agent machine to restart the process.
  */
-import { assign, emit, fromPromise, setup } from 'xstate';
-import type { SessionEmitted, SessionEvent, SessionFailure, SessionMachineInput, SessionStatus, LoadSessionInput, PromptTurnInput, PromptTurnOutput } from './session-events.js';
-import type { StopReason } from '../services/acp-client.service.js';
+import { assign, emit, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup } from 'xstate';
+import type { StopReason } from '../core/acp-types.js';
+import { failures, type AgentFailure } from '../core/errors.js';
+import type { RestartRequest } from './agent-events.js';
+import type {
+  LoadSessionInput,
+  PromptTurnCommand,
+  PromptTurnInput,
+  SessionEmitted,
+  SessionEvent,
+  SessionFailure,
+  SessionMachineInput,
+  SessionRequestResult,
+  SessionStatus,
+  StallPolicy,
+} from './session-events.js';
 
 export interface SessionContext extends SessionMachineInput {
+  status: SessionStatus;
   turns: number;
   lastStopReason: StopReason | null;
   lastError: SessionFailure | null;
   pendingPermissions: string[];
+  /** The caller waiting for the prompt turn or resume in progress. */
+  request: { id: string; kind: 'prompt' | 'resume' } | null;
 }
 
 const notProvided = (name: string) => () => {
@@ -28,6 +48,8 @@ function toFailure(error: unknown): SessionFailure {
   };
 }
 
+const asAgentFailure = (failure: SessionFailure): AgentFailure => ({ kind: failure.kind, message: failure.message, stderr: [] });
+
 export const sessionMachine = setup({
   types: {
     context: {} as SessionContext,
@@ -36,7 +58,7 @@ export const sessionMachine = setup({
     emitted: {} as SessionEmitted,
   },
   actors: {
-    promptTurn: fromPromise<PromptTurnOutput, PromptTurnInput>(notProvided('promptTurn')),
+    promptTurn: fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(notProvided('promptTurn')),
     loadSession: fromPromise<void, LoadSessionInput>(notProvided('loadSession')),
   },
   delays: {
@@ -44,18 +66,17 @@ export const sessionMachine = setup({
   },
   guards: {
     /** Decided on the agent's current connection, which may differ from the one the session began on. */
-    canResume: ({ event }) => event.type === 'resume' && event.canLoad,
-    isLastPendingPermission: ({ context, event }) =>
-      event.type === 'permission.settled' && context.pendingPermissions.length === 1 && context.pendingPermissions[0] === event.requestId,
-    wasStoppedOnPurpose: ({ event }) => event.type === 'agent.lost' && event.kind === 'stopped',
+    canResume: (_, params: { canLoad: boolean }) => params.canLoad,
+    isLastPendingPermission: ({ context }, params: { requestId: string }) =>
+      context.pendingPermissions.length === 1 && context.pendingPermissions[0] === params.requestId,
+    wasStoppedOnPurpose: (_, params: { kind: string }) => params.kind === 'stopped',
+    stallPolicyIs: ({ context }, params: { policy: StallPolicy }) => context.onStall === params.policy,
   },
   actions: {
-    reportStatus: emit(({ context }, params: { status: SessionStatus }) => ({
-      type: 'status' as const,
-      agent: context.agent,
-      sessionId: context.sessionId,
-      status: params.status,
-    })),
+    reportStatus: enqueueActions(({ enqueue, context }, params: { status: SessionStatus }) => {
+      enqueue.assign({ status: params.status });
+      enqueue.emit({ type: 'status', agent: context.agent, sessionId: context.sessionId, status: params.status });
+    }),
     reportStall: emit(({ context }) => ({
       type: 'stall' as const,
       agent: context.agent,
@@ -63,59 +84,93 @@ export const sessionMachine = setup({
       policy: context.onStall,
       stallTimeoutMs: context.stallTimeoutMs,
     })),
+    acceptRequest: assign({ request: (_, params: { requestId: string; kind: 'prompt' | 'resume' }) => ({ id: params.requestId, kind: params.kind }) }),
+    /** Answers one request at once, without changing state (a refusal, or nothing to do). */
+    answerNow: emit((_, params: { requestId: string; result: SessionRequestResult }) => ({
+      type: 'request.settled' as const,
+      requestId: params.requestId,
+      result: params.result,
+    })),
+    /** Answers the request in progress with the outcome of the state just entered. */
+    settleRequest: enqueueActions(({ enqueue, context }, params: { outcome: 'ok' | 'failed' | 'closed' }) => {
+      const request = context.request;
+      if (!request) return;
+      let result: SessionRequestResult;
+      if (params.outcome === 'ok') result = request.kind === 'prompt' ? { ok: true, stopReason: context.lastStopReason ?? 'end_turn' } : { ok: true };
+      else if (params.outcome === 'failed') result = { ok: false, failure: asAgentFailure(context.lastError ?? failures.agentLost(context.displayName)) };
+      else result = { ok: false, failure: context.lastError ? asAgentFailure(context.lastError) : failures.closedDuringTurn(context.sessionId) };
+      enqueue.emit({ type: 'request.settled', requestId: request.id, result });
+      enqueue.assign({ request: null });
+    }),
     countTurn: assign({ turns: ({ context }) => context.turns + 1, lastError: null }),
     clearFailure: assign({ lastError: null }),
-    recordStopReason: assign({
-      lastStopReason: ({ event }) => (event as unknown as { output: PromptTurnOutput }).output.stopReason,
-      pendingPermissions: [],
-    }),
-    recordFailure: assign({
-      lastError: ({ event }) => toFailure((event as unknown as { error: unknown }).error),
-      pendingPermissions: [],
-    }),
-    recordLoss: assign({
-      lastError: ({ event }) => (event.type === 'agent.lost' ? { kind: event.kind, message: event.message } : null),
-      pendingPermissions: [],
-    }),
-    addPendingPermission: assign({
-      pendingPermissions: ({ context, event }) =>
-        event.type === 'permission.requested' ? [...context.pendingPermissions, event.requestId] : context.pendingPermissions,
-    }),
+    recordStopReason: assign({ lastStopReason: (_, params: { stopReason: StopReason }) => params.stopReason, pendingPermissions: [] }),
+    recordFailure: assign({ lastError: (_, params: { failure: SessionFailure }) => params.failure, pendingPermissions: [] }),
+    addPendingPermission: assign({ pendingPermissions: ({ context }, params: { requestId: string }) => [...context.pendingPermissions, params.requestId] }),
     removePendingPermission: assign({
-      pendingPermissions: ({ context, event }) =>
-        event.type === 'permission.settled' ? context.pendingPermissions.filter((id) => id !== event.requestId) : context.pendingPermissions,
+      pendingPermissions: ({ context }, params: { requestId: string }) => context.pendingPermissions.filter((id) => id !== params.requestId),
     }),
+    /** session/cancel for the running turn; it then ends with stop reason `cancelled`. */
+    cancelTurn: sendTo('promptTurn', { type: 'cancel' } satisfies PromptTurnCommand),
+    /** The agent machine kills the process through its own path; the turn fails with agent_exited. */
+    requestAgentRestart: sendParent(({ context }) => ({ type: 'restart', sessionId: context.sessionId }) satisfies RestartRequest),
   },
 }).createMachine({
   id: 'session',
   description: 'One ACP session of an agent: prompt turns, permission requests, stalls.',
-  context: ({ input }) => ({ ...input, turns: 0, lastStopReason: null, lastError: null, pendingPermissions: [] }),
+  context: ({ input }) => ({ ...input, status: 'ready', turns: 0, lastStopReason: null, lastError: null, pendingPermissions: [], request: null }),
   initial: 'ready',
   on: {
     close: { target: '.stopped', description: 'session.close(): cancel any turn, kill its terminals.' },
     'agent.lost': [
-      { guard: 'wasStoppedOnPurpose', target: '.stopped', actions: 'recordLoss', description: 'The agent was stopped: the session ends.' },
-      { target: '.failed', actions: 'recordLoss', description: 'The agent process died: any turn fails with agent_exited.' },
+      {
+        guard: { type: 'wasStoppedOnPurpose', params: ({ event }) => ({ kind: event.kind }) },
+        target: '.stopped',
+        actions: { type: 'recordFailure', params: ({ event }) => ({ failure: { kind: event.kind, message: event.message } }) },
+        description: 'The agent was stopped: the session ends.',
+      },
+      {
+        target: '.failed',
+        actions: { type: 'recordFailure', params: ({ event }) => ({ failure: { kind: event.kind, message: event.message } }) },
+        description: 'The agent process died: any turn fails with agent_exited.',
+      },
     ],
   },
   states: {
     ready: {
-      description: 'Open, no turn yet.',
-      entry: { type: 'reportStatus', params: { status: 'ready' } },
-      on: { prompt: { target: 'prompting', actions: 'countTurn', description: 'session.prompt(): send session/prompt.' } },
+      description: 'Open, no turn yet (or just resumed).',
+      entry: [{ type: 'reportStatus', params: { status: 'ready' } }, { type: 'settleRequest', params: { outcome: 'ok' } }],
+      on: {
+        prompt: startTurn('session.prompt(): send session/prompt.'),
+        resume: { actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) }, description: 'Nothing to resume.' },
+      },
     },
     prompting: {
-      description: 'A prompt turn is in flight; leaving this state cancels it.',
+      description: 'A prompt turn is in flight; leaving this state ends the turn actor, which cancels it.',
       invoke: {
         id: 'promptTurn',
         src: 'promptTurn',
-        input: ({ context, event }) => ({
-          agent: context.agent,
-          sessionId: context.sessionId,
-          prompt: event.type === 'prompt' ? event.prompt : [],
-        }),
-        onDone: { target: 'completed', actions: 'recordStopReason', description: 'session/prompt answered with a stop reason.' },
-        onError: { target: 'failed', actions: 'recordFailure', description: 'session/prompt failed or the connection closed.' },
+        input: ({ context, event }) => ({ agent: context.agent, sessionId: context.sessionId, prompt: event.type === 'prompt' ? event.prompt : [] }),
+      },
+      on: {
+        'turn.completed': {
+          target: 'completed',
+          actions: { type: 'recordStopReason', params: ({ event }) => ({ stopReason: event.stopReason }) },
+          description: 'session/prompt answered with a stop reason.',
+        },
+        'turn.failed': {
+          target: 'failed',
+          actions: { type: 'recordFailure', params: ({ event }) => ({ failure: event.failure }) },
+          description: 'session/prompt failed or the connection closed.',
+        },
+        cancel: { actions: 'cancelTurn', description: 'session.cancel() or the prompt\'s signal: session/cancel.' },
+        prompt: refuse('sessionBusy', 'A turn is already running: session_busy.'),
+        resume: refuse('sessionBusy', 'A turn is running: nothing to resume.'),
+        'permission.requested': {
+          target: '.awaitingPermission',
+          actions: { type: 'addPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
+          description: 'The agent asks for permission (also while stalled).',
+        },
       },
       initial: 'running',
       states: {
@@ -130,62 +185,138 @@ export const sessionMachine = setup({
               on: { activity: { target: 'watching', reenter: true, description: 'An update arrived: restart the stall timer.' } },
             },
           },
-          on: {
-            'permission.requested': { target: 'awaitingPermission', actions: 'addPendingPermission', description: 'The agent asks for permission.' },
-          },
         },
         awaitingPermission: {
           description: 'A permission request is pending; waiting for a person is not a stall.',
           entry: { type: 'reportStatus', params: { status: 'awaiting_permission' } },
           on: {
-            'permission.requested': { actions: 'addPendingPermission', description: 'Another request joins the pending ones.' },
+            'permission.requested': {
+              actions: { type: 'addPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
+              description: 'Another request joins the pending ones.',
+            },
             'permission.settled': [
-              { guard: 'isLastPendingPermission', target: 'running', actions: 'removePendingPermission', description: 'Every request answered.' },
-              { actions: 'removePendingPermission', description: 'One of several answered.' },
+              {
+                guard: { type: 'isLastPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
+                target: 'running',
+                actions: { type: 'removePendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
+                description: 'Every request answered.',
+              },
+              { actions: { type: 'removePendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, description: 'One of several answered.' },
             ],
           },
         },
         stalled: {
           description: 'No update for stallTimeoutMs: reported, and the onStall policy applies.',
           entry: [{ type: 'reportStatus', params: { status: 'stalled' } }, 'reportStall'],
-          on: {
-            activity: { target: 'running', description: 'Updates resumed.' },
-            'permission.requested': { target: 'awaitingPermission', actions: 'addPendingPermission', description: 'The agent asks for permission.' },
+          on: { activity: { target: 'running', description: 'Updates resumed.' } },
+          initial: 'applyingPolicy',
+          states: {
+            applyingPolicy: {
+              description: 'Which onStall policy?',
+              always: [
+                { guard: { type: 'stallPolicyIs', params: { policy: 'cancel' } }, target: 'cancelling', description: "onStall 'cancel'." },
+                { guard: { type: 'stallPolicyIs', params: { policy: 'restart' } }, target: 'restartingAgent', description: "onStall 'restart'." },
+                { target: 'reported', description: "onStall 'none'." },
+              ],
+            },
+            reported: { description: 'Only reported (stall event); the turn goes on.' },
+            cancelling: { entry: 'cancelTurn', description: 'session/cancel sent; the turn ends with stop reason cancelled.' },
+            restartingAgent: {
+              entry: 'requestAgentRestart',
+              description: 'The agent machine kills the process; the turn fails with agent_exited and the session is resumable.',
+            },
           },
         },
       },
     },
     completed: {
       description: 'The last turn ended with a stop reason; ready for the next prompt.',
-      entry: { type: 'reportStatus', params: { status: 'completed' } },
-      on: { prompt: { target: 'prompting', actions: 'countTurn', description: 'The next prompt turn.' } },
+      entry: [{ type: 'reportStatus', params: { status: 'completed' } }, { type: 'settleRequest', params: { outcome: 'ok' } }],
+      on: {
+        prompt: startTurn('The next prompt turn.'),
+        resume: { actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) }, description: 'Nothing to resume.' },
+      },
     },
     failed: {
       description: 'The turn failed or the agent died; resumable with session/load when the agent supports it.',
-      entry: { type: 'reportStatus', params: { status: 'failed' } },
+      entry: [{ type: 'reportStatus', params: { status: 'failed' } }, { type: 'settleRequest', params: { outcome: 'failed' } }],
       on: {
-        resume: { guard: 'canResume', target: 'resuming', description: 'session.resume() on a reconnected agent that can load sessions.' },
+        prompt: refuse('sessionFailed', 'A failed session must be resumed first: session_closed.'),
+        resume: [
+          {
+            guard: { type: 'canResume', params: ({ event }) => ({ canLoad: event.canLoad }) },
+            target: 'resuming',
+            actions: { type: 'acceptRequest', params: ({ event }) => ({ requestId: event.requestId, kind: 'resume' as const }) },
+            description: 'session.resume() on a reconnected agent that can load sessions.',
+          },
+          {
+            actions: {
+              type: 'answerNow',
+              params: ({ context, event }) => ({ requestId: event.requestId, result: { ok: false as const, failure: failures.cannotLoadSessions(context.displayName) } }),
+            },
+            description: 'The agent cannot load sessions: not_supported, never a silent fresh session.',
+          },
+        ],
         'agent.lost': [
-          { guard: 'wasStoppedOnPurpose', target: 'stopped', actions: 'recordLoss', description: 'The agent was stopped: the session ends.' },
+          {
+            guard: { type: 'wasStoppedOnPurpose', params: ({ event }) => ({ kind: event.kind }) },
+            target: 'stopped',
+            actions: { type: 'recordFailure', params: ({ event }) => ({ failure: { kind: event.kind, message: event.message } }) },
+            description: 'The agent was stopped: the session ends.',
+          },
           { description: 'Already failed: keep the first failure.' },
         ],
       },
     },
     resuming: {
-      description: 'session/load on the agent\'s new connection.',
+      description: "session/load on the agent's new connection.",
       entry: { type: 'reportStatus', params: { status: 'running' } },
       invoke: {
         id: 'loadSession',
         src: 'loadSession',
         input: ({ context }) => ({ agent: context.agent, sessionId: context.sessionId }),
         onDone: { target: 'ready', actions: 'clearFailure', description: 'The agent restored the session.' },
-        onError: { target: 'failed', actions: 'recordFailure', description: 'session/load failed.' },
+        onError: {
+          target: 'failed',
+          actions: { type: 'recordFailure', params: ({ event }) => ({ failure: toFailure(event.error) }) },
+          description: 'session/load failed.',
+        },
+      },
+      on: {
+        prompt: refuse('sessionBusy', 'Still resuming: session_busy.'),
+        resume: refuse('sessionBusy', 'Already resuming.'),
       },
     },
     stopped: {
       type: 'final',
       description: 'Closed, or its agent was stopped.',
-      entry: { type: 'reportStatus', params: { status: 'stopped' } },
+      entry: [{ type: 'reportStatus', params: { status: 'stopped' } }, { type: 'settleRequest', params: { outcome: 'closed' } }],
     },
   },
 });
+
+/** `prompt` in a state that can take one: the turn begins. */
+function startTurn(description: string) {
+  return {
+    target: '#session.prompting',
+    actions: [
+      'countTurn',
+      { type: 'acceptRequest', params: ({ event }: { event: Extract<SessionEvent, { type: 'prompt' }> }) => ({ requestId: event.requestId, kind: 'prompt' as const }) },
+    ],
+    description,
+  } as const;
+}
+
+/** A request refused at once, with the failure of `reason`. */
+function refuse(reason: 'sessionBusy' | 'sessionFailed', description: string) {
+  return {
+    actions: {
+      type: 'answerNow',
+      params: ({ context, event }: { context: SessionContext; event: Extract<SessionEvent, { requestId: string }> }) => ({
+        requestId: event.requestId,
+        result: { ok: false as const, failure: failures[reason](context.sessionId) },
+      }),
+    },
+    description,
+  } as const;
+}

@@ -3,13 +3,14 @@
  * enforces `maxAgents`, and shuts everything down. `running` → `shuttingDown` → `stopped`
  * (final), reached only once every agent is idle, i.e. every process has exited.
  *
- * Callers learn the fate of a command through emitted events carrying their `requestId`:
- * `command.accepted` once it reached the agent, or `command.refused` with an error kind.
+ * Every command carries a `requestId` and is answered exactly once with `command.settled`:
+ * by this machine when it refuses (unknown agent, agent limit, shutting down), otherwise by
+ * the agent (relayed from its `agent.settled` report).
  */
 import { emit, enqueueActions, setup } from 'xstate';
-import type { AgentErrorKind, AgentFailure } from '../services/errors.js';
+import { failures, type AgentFailure } from '../core/errors.js';
 import { agentMachine } from './agent.machine.js';
-import { liveStatuses, type AgentReport, type AgentStatus, type AgentTimings } from './agent-events.js';
+import { liveStatuses, type AgentReport, type AgentStatus, type AgentTimings, type CommandSettled } from './agent-events.js';
 
 export interface SupervisedAgent {
   displayName: string;
@@ -29,24 +30,26 @@ export interface SupervisorInput {
   timings: AgentTimings;
 }
 
-/** Commands that start a process, and so are subject to the agent limit. */
-export type StartCommand = { type: 'agent.ensure'; agent: string; requestId: string } | { type: 'agent.reconnect'; agent: string; requestId: string };
+/** A command for one agent, answered with `command.settled` carrying its `requestId`. */
+export type AgentCommandEvent =
+  | { type: 'agent.ensure'; agent: string; requestId: string }
+  | { type: 'agent.reconnect'; agent: string; requestId: string }
+  | { type: 'agent.stop'; agent: string; requestId: string };
 
 export type SupervisorEvent =
   | { type: 'agent.register'; agent: string; displayName: string; jitterSeed: number }
-  | StartCommand
-  | { type: 'agent.stop'; agent: string }
+  | AgentCommandEvent
   | { type: 'shutdown' }
   | AgentReport;
 
 export type SupervisorEmitted =
   | { type: 'agent:status'; agent: string; status: AgentStatus; previous: AgentStatus }
   | { type: 'error'; agent: string; failure: AgentFailure }
-  | { type: 'command.accepted'; requestId: string; agent: string }
-  | { type: 'command.refused'; requestId: string; agent: string; kind: AgentErrorKind; message: string };
+  | CommandSettled;
 
 const isLive = (agent: SupervisedAgent) => liveStatuses.has(agent.status) || agent.retrying;
 const liveAgentCount = (agents: Record<string, SupervisedAgent>) => Object.values(agents).filter(isLive).length;
+const isRegistered = (agents: Record<string, SupervisedAgent>, name: string) => Object.prototype.hasOwnProperty.call(agents, name);
 
 export const supervisorMachine = setup({
   types: {
@@ -57,59 +60,52 @@ export const supervisorMachine = setup({
   },
   actors: { agent: agentMachine },
   guards: {
-    isNewAgent: ({ context, event }) => event.type === 'agent.register' && !(event.agent in context.agents),
-    isUnknownAgent: ({ context, event }) => 'agent' in event && !(event.agent in context.agents),
-    isKnownAgent: ({ context, event }) => 'agent' in event && event.agent in context.agents,
+    isNewAgent: ({ context }, params: { agent: string }) => !isRegistered(context.agents, params.agent),
+    isUnknownAgent: ({ context }, params: { agent: string }) => !isRegistered(context.agents, params.agent),
     /** One more live process would exceed maxAgents (an agent already live does not count twice). */
-    wouldExceedAgentLimit: ({ context, event }) => {
-      if (!('agent' in event)) return false;
-      const target = context.agents[event.agent];
+    wouldExceedAgentLimit: ({ context }, params: { agent: string }) => {
+      const target = context.agents[params.agent];
       if (target && isLive(target)) return false;
       return liveAgentCount(context.agents) >= context.maxAgents;
     },
     allAgentsIdle: ({ context }) => Object.values(context.agents).every((agent) => agent.status === 'idle'),
   },
   actions: {
-    spawnAgent: enqueueActions(({ enqueue, context, event }) => {
-      if (event.type !== 'agent.register') return;
+    spawnAgent: enqueueActions(({ enqueue, context }, params: { agent: string; displayName: string; jitterSeed: number }) => {
       enqueue.spawnChild('agent', {
-        id: event.agent,
-        input: { ...context.timings, name: event.agent, displayName: event.displayName, jitterSeed: event.jitterSeed },
+        id: params.agent,
+        input: { ...context.timings, name: params.agent, displayName: params.displayName, jitterSeed: params.jitterSeed },
       });
-      enqueue.assign({ agents: { ...context.agents, [event.agent]: { displayName: event.displayName, status: 'idle', retrying: false } } });
+      enqueue.assign({ agents: { ...context.agents, [params.agent]: { displayName: params.displayName, status: 'idle', retrying: false } } });
     }),
-    forwardToAgent: enqueueActions(({ enqueue, event }) => {
-      if (event.type === 'agent.ensure') enqueue.sendTo(event.agent, { type: 'ensure' });
-      else if (event.type === 'agent.reconnect') enqueue.sendTo(event.agent, { type: 'reconnect' });
-      else if (event.type === 'agent.stop') enqueue.sendTo(event.agent, { type: 'stop' });
-      if (event.type === 'agent.ensure' || event.type === 'agent.reconnect') {
-        enqueue.emit({ type: 'command.accepted', requestId: event.requestId, agent: event.agent });
-      }
+    forwardToAgent: enqueueActions(({ enqueue }, params: { agent: string; command: 'ensure' | 'reconnect' | 'stop'; requestId: string }) => {
+      enqueue.sendTo(params.agent, { type: params.command, requestId: params.requestId });
     }),
-    refuse: emit(({ context, event }, params: { kind: AgentErrorKind }) => {
-      const request = event as StartCommand;
-      return {
-        type: 'command.refused' as const,
-        requestId: request.requestId,
-        agent: request.agent,
-        kind: params.kind,
-        message: refusalMessage(params.kind, request.agent, context.maxAgents),
-      };
-    }),
+    refuse: emit(({ context }, params: { agent: string; requestId: string; reason: 'unknownAgent' | 'limitReached' | 'shuttingDown' }) => ({
+      type: 'command.settled' as const,
+      agent: params.agent,
+      requestId: params.requestId,
+      result: {
+        ok: false as const,
+        failure:
+          params.reason === 'limitReached'
+            ? failures.limitReached(params.agent, context.maxAgents)
+            : params.reason === 'unknownAgent'
+              ? failures.unknownAgent(params.agent)
+              : failures.shuttingDown(params.agent),
+      },
+    })),
     stopAllAgents: enqueueActions(({ enqueue, context }) => {
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'stop' });
     }),
-    recordAgentStatus: enqueueActions(({ enqueue, context, event }) => {
-      if (event.type !== 'agent.status') return;
-      const known = context.agents[event.agent];
-      if (!known || known.status === event.status) return; // e.g. the initial idle of a new agent
-      enqueue.emit({ type: 'agent:status', agent: event.agent, status: event.status, previous: known.status });
-      enqueue.assign({ agents: { ...context.agents, [event.agent]: { ...known, status: event.status, retrying: event.retrying ?? false } } });
+    recordAgentStatus: enqueueActions(({ enqueue, context }, params: { agent: string; status: AgentStatus; retrying: boolean }) => {
+      const known = context.agents[params.agent];
+      if (!known || (known.status === params.status && known.retrying === params.retrying)) return; // e.g. the initial idle of a new agent
+      if (known.status !== params.status) enqueue.emit({ type: 'agent:status', agent: params.agent, status: params.status, previous: known.status });
+      enqueue.assign({ agents: { ...context.agents, [params.agent]: { ...known, status: params.status, retrying: params.retrying } } });
     }),
-    relayAgentError: emit(({ event }) => {
-      const report = event as Extract<AgentReport, { type: 'agent.error' }>;
-      return { type: 'error' as const, agent: report.agent, failure: report.failure };
-    }),
+    relayAgentError: emit((_, params: { agent: string; failure: AgentFailure }) => ({ type: 'error' as const, agent: params.agent, failure: params.failure })),
+    relaySettled: emit((_, params: { settled: CommandSettled }) => params.settled),
   },
 }).createMachine({
   id: 'supervisor',
@@ -117,25 +113,31 @@ export const supervisorMachine = setup({
   context: ({ input }) => ({ maxAgents: input.maxAgents, timings: input.timings, agents: {} }),
   initial: 'running',
   on: {
-    'agent.status': { actions: 'recordAgentStatus', description: 'An agent entered a new state.' },
-    'agent.error': { actions: 'relayAgentError', description: 'An agent failed; re-emitted as error.' },
+    'agent.status': {
+      actions: { type: 'recordAgentStatus', params: ({ event }) => ({ agent: event.agent, status: event.status, retrying: event.retrying ?? false }) },
+      description: 'An agent entered a new state.',
+    },
+    'agent.error': {
+      actions: { type: 'relayAgentError', params: ({ event }) => ({ agent: event.agent, failure: event.failure }) },
+      description: 'An agent failed; re-emitted as error.',
+    },
+    'agent.settled': {
+      actions: { type: 'relaySettled', params: ({ event }) => ({ settled: event.settled }) },
+      description: 'An agent answered a command; re-emitted as command.settled.',
+    },
   },
   states: {
     running: {
       description: 'Accepting commands.',
       on: {
-        'agent.register': { guard: 'isNewAgent', actions: 'spawnAgent', description: 'Spawn the agent actor (idle).' },
-        'agent.ensure': [
-          { guard: 'isUnknownAgent', actions: { type: 'refuse', params: { kind: 'unknown_agent' } }, description: 'No such agent.' },
-          { guard: 'wouldExceedAgentLimit', actions: { type: 'refuse', params: { kind: 'limit_reached' } }, description: 'maxAgents live processes already.' },
-          { actions: 'forwardToAgent', description: 'ensureAgent(): forward to the agent.' },
-        ],
-        'agent.reconnect': [
-          { guard: 'isUnknownAgent', actions: { type: 'refuse', params: { kind: 'unknown_agent' } }, description: 'No such agent.' },
-          { guard: 'wouldExceedAgentLimit', actions: { type: 'refuse', params: { kind: 'limit_reached' } }, description: 'maxAgents live processes already.' },
-          { actions: 'forwardToAgent', description: 'reconnect(): forward to the agent.' },
-        ],
-        'agent.stop': { guard: 'isKnownAgent', actions: 'forwardToAgent', description: 'stop(): forward to the agent.' },
+        'agent.register': {
+          guard: { type: 'isNewAgent', params: ({ event }) => ({ agent: event.agent }) },
+          actions: { type: 'spawnAgent', params: ({ event }) => ({ agent: event.agent, displayName: event.displayName, jitterSeed: event.jitterSeed }) },
+          description: 'Spawn the agent actor (idle).',
+        },
+        'agent.ensure': startCommand('ensure', 'ensureAgent(): forward to the agent.'),
+        'agent.reconnect': startCommand('reconnect', 'reconnect(): forward to the agent.'),
+        'agent.stop': stopCommand('stop(): forward to the agent; answered once it is idle.'),
         shutdown: { target: 'shuttingDown', description: 'shutdown(): stop every agent.' },
       },
     },
@@ -144,8 +146,9 @@ export const supervisorMachine = setup({
       entry: 'stopAllAgents',
       always: { guard: 'allAgentsIdle', target: 'stopped', description: 'Every process has exited.' },
       on: {
-        'agent.ensure': { actions: { type: 'refuse', params: { kind: 'shutting_down' } }, description: 'Refused during shutdown.' },
-        'agent.reconnect': { actions: { type: 'refuse', params: { kind: 'shutting_down' } }, description: 'Refused during shutdown.' },
+        'agent.ensure': { actions: refusal('shuttingDown'), description: 'Refused during shutdown.' },
+        'agent.reconnect': { actions: refusal('shuttingDown'), description: 'Refused during shutdown.' },
+        'agent.stop': stopCommand('stop() during shutdown: answered once the agent is idle.'),
       },
     },
     stopped: {
@@ -155,15 +158,32 @@ export const supervisorMachine = setup({
   },
 });
 
-function refusalMessage(kind: AgentErrorKind, agent: string, maxAgents: number): string {
-  switch (kind) {
-    case 'unknown_agent':
-      return `No agent named "${agent}" is registered`;
-    case 'limit_reached':
-      return `Cannot start "${agent}": ${maxAgents} agents are already running (maxAgents)`;
-    case 'shutting_down':
-      return `Cannot start "${agent}": the supervisor is shutting down`;
-    default:
-      return `Cannot start "${agent}"`;
-  }
+type Reason = 'unknownAgent' | 'limitReached' | 'shuttingDown';
+
+function agentOf({ event }: { event: AgentCommandEvent }) {
+  return { agent: event.agent };
+}
+
+function refusal(reason: Reason) {
+  return { type: 'refuse', params: ({ event }: { event: AgentCommandEvent }) => ({ agent: event.agent, requestId: event.requestId, reason }) } as const;
+}
+
+function forward(command: 'ensure' | 'reconnect' | 'stop') {
+  return { type: 'forwardToAgent', params: ({ event }: { event: AgentCommandEvent }) => ({ agent: event.agent, requestId: event.requestId, command }) } as const;
+}
+
+/** A start: refused for an unknown agent or at the agent limit, else forwarded. */
+function startCommand(command: 'ensure' | 'reconnect', description: string) {
+  return [
+    { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refusal('unknownAgent'), description: 'No such agent.' },
+    { guard: { type: 'wouldExceedAgentLimit', params: agentOf }, actions: refusal('limitReached'), description: 'maxAgents live processes already.' },
+    { actions: forward(command), description },
+  ] as const;
+}
+
+function stopCommand(description: string) {
+  return [
+    { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refusal('unknownAgent'), description: 'No such agent.' },
+    { actions: forward('stop'), description },
+  ] as const;
 }

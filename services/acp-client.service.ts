@@ -5,6 +5,7 @@
  * caller's business.
  */
 import { Readable, Writable } from 'node:stream';
+import { AgentError, agentFailure, describeError } from '../core/errors.js';
 import { client, ndJsonStream, methods, PROTOCOL_VERSION, RequestError } from '@agentclientprotocol/sdk';
 import type {
   ClientApp,
@@ -27,29 +28,6 @@ import type {
   WriteTextFileRequest,
 } from '@agentclientprotocol/sdk';
 
-export type {
-  ClientApp,
-  ClientCapabilities,
-  ClientConnection,
-  ClientContext,
-  ContentBlock,
-  InitializeResponse,
-  McpServer,
-  PromptResponse,
-  RequestPermissionRequest,
-  RequestPermissionResponse,
-  SessionNotification,
-  SessionUpdate,
-  StopReason,
-  NewSessionResponse,
-  LoadSessionResponse,
-  AuthMethod,
-  PermissionOption,
-  ToolCallUpdate,
-  CreateTerminalRequest,
-  ReadTextFileRequest,
-  WriteTextFileRequest,
-} from '@agentclientprotocol/sdk';
 export { methods as acpMethods, PROTOCOL_VERSION, RequestError };
 
 /** How agentvisor introduces itself in `initialize`. */
@@ -169,8 +147,14 @@ export function isAuthRequired(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === acpErrorCodes.authRequired;
 }
 
-/** The JSON-RPC code of an agent's error answer, if it is one. */
-export function acpErrorCode(error: unknown): number | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
+/**
+ * The error a failed ACP request of `agent` rejects with: `agent_exited` when the connection
+ * closed under it (the agent died), `auth_required` for the agent's auth error code, else
+ * `protocol_error` with the agent's own message.
+ */
+export function toRequestError(agent: string, connection: ClientConnection, error: unknown, request: string): AgentError {
+  if (error instanceof AgentError) return error;
+  if (connection.signal.aborted) return agentFailure('agent_exited', agent, `Agent "${agent}" exited during ${request}`, error);
+  const kind = isAuthRequired(error) ? 'auth_required' : 'protocol_error';
+  return agentFailure(kind, agent, `${request} failed: ${describeError(error)}`, error);
 }

@@ -5,11 +5,11 @@
 import { execa } from 'execa';
 import { statSync } from 'node:fs';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
-import type { AgentSpec } from './agent-spec.js';
-import type { AgentErrorKind } from './errors.js';
-import { withinGrace } from './grace.js';
+import type { AgentSpec } from '../core/agent-spec.js';
+import type { AgentErrorKind } from '../core/errors.js';
+import { withinGrace } from '../util/grace.js';
+import { StderrTail } from '../util/stderr-tail.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
-import { StderrTail } from './stderr-tail.js';
 
 /** How a spawned process ended. */
 export interface ProcessExit {
@@ -21,6 +21,9 @@ export interface ProcessExit {
 export interface SpawnFailure {
   kind: Extract<AgentErrorKind, 'not_installed' | 'spawn_failed'>;
   detail: string;
+  /** With kind `not_installed`: the command that was not found, and the spec's install hint. */
+  command?: string;
+  installHint?: string;
 }
 
 /** A running (or failed-to-spawn) agent process. */
@@ -103,10 +106,9 @@ export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: numb
       ? Promise.resolve(null)
       : settled.then((result) => {
           const code = (result as { code?: string }).code;
-          return {
-            kind: code === 'ENOENT' ? 'not_installed' : 'spawn_failed',
-            detail: result.shortMessage ?? result.message ?? `spawn failed (${code ?? 'unknown'})`,
-          };
+          const detail = result.shortMessage ?? result.message ?? `spawn failed (${code ?? 'unknown'})`;
+          if (code !== 'ENOENT') return { kind: 'spawn_failed', detail };
+          return { kind: 'not_installed', detail, command: spec.command, ...(spec.installHint ? { installHint: spec.installHint } : {}) };
         });
 
   return {

@@ -7,7 +7,7 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AgentSpec } from './agent-spec.js';
+import type { AgentSpec } from '../core/agent-spec.js';
 
 /** True when `command` is an executable file in one of PATH's directories. */
 export function isOnPath(command: string, path = process.env.PATH ?? ''): boolean {
@@ -22,6 +22,13 @@ export function isOnPath(command: string, path = process.env.PATH ?? ''): boolea
   });
 }
 
+/** How to install each preset's command; a `not_installed` error carries it as `installHint`. */
+export const installHints = {
+  claudeCode: 'npm install -g @agentclientprotocol/claude-agent-acp (provides claude-agent-acp; log in with `claude` first)',
+  codex: 'npm install -g @zed-industries/codex-acp (provides codex-acp; log in with `codex login` or set OPENAI_API_KEY)',
+  gemini: 'npm install -g @google/gemini-cli (provides gemini; log in with `gemini` once, or set GEMINI_API_KEY)',
+} as const;
+
 function withOverrides(base: AgentSpec, overrides: Partial<AgentSpec>): AgentSpec {
   return { ...base, ...overrides, env: { ...base.env, ...overrides.env } };
 }
@@ -33,17 +40,17 @@ function withOverrides(base: AgentSpec, overrides: Partial<AgentSpec>): AgentSpe
  */
 function claudeCode(overrides: Partial<AgentSpec> = {}): AgentSpec {
   const command = !isOnPath('claude-agent-acp') && isOnPath('claude-code-acp') ? 'claude-code-acp' : 'claude-agent-acp';
-  return withOverrides({ command, args: [], displayName: 'Claude Code' }, overrides);
+  return withOverrides({ command, args: [], displayName: 'Claude Code', installHint: installHints.claudeCode }, overrides);
 }
 
 /** OpenAI Codex through its ACP adapter, `codex-acp`. */
 function codex(overrides: Partial<AgentSpec> = {}): AgentSpec {
-  return withOverrides({ command: 'codex-acp', args: [], displayName: 'Codex' }, overrides);
+  return withOverrides({ command: 'codex-acp', args: [], displayName: 'Codex', installHint: installHints.codex }, overrides);
 }
 
 /** Gemini CLI in ACP mode, `gemini --acp`. */
 function gemini(overrides: Partial<AgentSpec> = {}): AgentSpec {
-  return withOverrides({ command: 'gemini', args: ['--acp'], displayName: 'Gemini CLI' }, overrides);
+  return withOverrides({ command: 'gemini', args: ['--acp'], displayName: 'Gemini CLI', installHint: installHints.gemini }, overrides);
 }
 
 /** The bundled echo agent (examples/echo-agent.ts, built into dist/): no credentials needed. */

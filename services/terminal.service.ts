@@ -5,7 +5,7 @@
  */
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
-import { withinGrace } from './grace.js';
+import { withinGrace } from '../util/grace.js';
 import { signalGroup } from './process-group.service.js';
 
 export interface TerminalExit {

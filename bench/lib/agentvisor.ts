@@ -12,7 +12,7 @@ const distDir = new URL('../../dist/', import.meta.url);
 
 /** The compiled echo agent and fixture agent (spawned with process.execPath). */
 export const echoAgentScript = fileURLToPath(new URL('examples/echo-agent.js', distDir));
-export const fixtureAgentScript = fileURLToPath(new URL('tests/fixtures/fixture-agent.js', distDir));
+export const fixtureAgentScript = fileURLToPath(new URL('../../build/test-fixtures/tests/fixtures/fixture-agent.js', import.meta.url));
 /** The bench's own agent for the stream benchmark (plain JS; needs dist/ for its helpers). */
 export const streamAgentScript = fileURLToPath(new URL('../agents/stream-agent.mjs', import.meta.url));
 /** Every agent script the benchmarks spawn (for leak scans). */

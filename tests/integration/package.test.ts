@@ -1,6 +1,11 @@
 /** The package as a consumer imports it: `import { createSupervisor } from 'agentvisor'` → dist/. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
 
 describe('package entry', () => {
   it('resolves "agentvisor" to the built dist/ with types, and it runs', async () => {
@@ -16,5 +21,32 @@ describe('package entry', () => {
     const output = JSON.parse(result.stdout);
     expect(output).toMatchObject({ name: 'echo-agent', error: 'function', machine: 'agent' });
     expect(output.resolved).toMatch(/\/dist\/index\.js$/);
+  });
+});
+
+describe('packed files', () => {
+  it('ship the library, its diagrams, README and LICENSE, and no tests or fixtures', async () => {
+    // --ignore-scripts: list the dist/ that `npm test` just built instead of rebuilding it
+    // under the other test files' feet (prepack rebuilds it for a real `npm pack`).
+    const result = await execa('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, timeout: 15_000 });
+    const [pack] = JSON.parse(result.stdout) as Array<{ files: Array<{ path: string }> }>;
+    const files = pack!.files.map((file) => file.path);
+
+    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/examples/echo-agent.js', 'LICENSE', 'README.md', 'package.json']));
+    expect(files.some((file) => file.startsWith('visualizations/') && file.endsWith('.svg'))).toBe(true);
+    expect(files.filter((file) => file.startsWith('dist/tests/') || /fixture/i.test(file))).toEqual([]);
+    expect(files.filter((file) => !/^(dist|visualizations)\//.test(file) && !['LICENSE', 'README.md', 'package.json'].includes(file))).toEqual([]);
+    // No library sources: the only .ts files are the visualizer's self-contained statecharts.
+    expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && !/^visualizations\/[\w-]+\.machine\.ts$/.test(file))).toEqual([]);
+    expect(files).toEqual(expect.arrayContaining(['visualizations/agent.machine.ts', 'visualizations/supervisor.machine.ts', 'visualizations/session.machine.ts']));
+
+    // Source maps carry their sources (the .ts files are not shipped).
+    const maps = files.filter((file) => file.endsWith('.map'));
+    expect(maps.length).toBeGreaterThan(0);
+    for (const map of maps) {
+      const { sources, sourcesContent } = JSON.parse(readFileSync(join(root, map), 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> };
+      expect(sourcesContent?.length, `${map} has no sourcesContent`).toBe(sources.length);
+      expect(sourcesContent!.every((content) => typeof content === 'string' && content.length > 0), map).toBe(true);
+    }
   });
 });

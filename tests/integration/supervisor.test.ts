@@ -1,6 +1,6 @@
 /** Supervisor-level rules on real processes: concurrency, maxAgents, typed refusals. */
 import { describe, expect, it } from 'vitest';
-import { AgentError, createSupervisor, presets } from '../../index.js';
+import { AgentError, createSupervisor, installHints, presets } from '../../index.js';
 import { eventually, fixtureSpec, isRunning, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
@@ -101,13 +101,18 @@ describe('presets', () => {
     } finally {
       process.env.PATH = originalPath;
     }
-    expect(presets.codex({ env: { A: '1' } })).toEqual({ command: 'codex-acp', args: [], displayName: 'Codex', env: { A: '1' } });
+    expect(presets.codex({ env: { A: '1' } })).toEqual({ command: 'codex-acp', args: [], displayName: 'Codex', env: { A: '1' }, installHint: installHints.codex });
     expect(presets.gemini({ displayName: 'Gemini' })).toMatchObject({ command: 'gemini', args: ['--acp'], displayName: 'Gemini' });
   });
 
   it('a missing preset agent fails with not_installed and its display name', async () => {
     env.supervisor = createSupervisor({ agents: { codex: presets.codex({ command: 'codex-acp-not-installed-here' }) } });
-    await expect(env.supervisor.ensureAgent('codex')).rejects.toMatchObject({ kind: 'not_installed', message: "Could not start Codex. Check that it's installed." });
+    await expect(env.supervisor.ensureAgent('codex')).rejects.toMatchObject({
+      kind: 'not_installed',
+      message: "Could not start Codex. Check that it's installed.",
+      command: 'codex-acp-not-installed-here',
+      installHint: installHints.codex,
+    });
   });
 });
 

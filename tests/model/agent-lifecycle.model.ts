@@ -1,5 +1,5 @@
 /**
- * The agent lifecycle contract (DESIGN.md, "Lifecycle contract") as a *model* machine for
+ * The agent lifecycle contract (docs/lifecycle.md) as a *model* machine for
  * `createTestModel` from `xstate/graph`. It is not the runtime machine: it has no `invoke`
  * and no `after` (createTestModel refuses both), so every outside stimulus — a process
  * that answers, crashes or stays silent, a timer that elapses, a caller's command — is an

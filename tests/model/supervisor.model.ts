@@ -1,5 +1,5 @@
 /**
- * The supervisor contract (DESIGN.md, "Supervisor") as a model machine for
+ * The supervisor contract (docs/lifecycle.md, "Supervisor") as a model machine for
  * `createTestModel`: three registered agents, `maxAgents` 2, starts that connect or hang
  * in the handshake, crashes that leave an agent reconnecting behind a pending backoff,
  * refusals (`limit_reached`, then `shutting_down`), and shutdown from every mix of agent

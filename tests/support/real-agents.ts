@@ -10,10 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'vitest';
 import type { AgentSpec, AgentStatus, Supervisor } from '../../index.js';
 
-export const fixtureAgentScript = fileURLToPath(new URL('../../dist/tests/fixtures/fixture-agent.js', import.meta.url));
+export const fixtureAgentScript = fileURLToPath(new URL('../../build/test-fixtures/tests/fixtures/fixture-agent.js', import.meta.url));
 
 if (!existsSync(fixtureAgentScript)) {
-  throw new Error(`${fixtureAgentScript} is missing: run npm run build (npm test does it first)`);
+  throw new Error(`${fixtureAgentScript} is missing: run npm run build:fixtures (npm test does it first)`);
 }
 
 /** A spec that runs the fixture agent with `flags`. */

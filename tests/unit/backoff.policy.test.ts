@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { backoffDelay, defaultRestartPolicy, jitterRoll } from '../../machines/policies/backoff.policy.js';
-import { isRetryable } from '../../machines/policies/failure.policy.js';
+import { isRetryable } from '../../machines/policies/retry.policy.js';
 
 describe('backoff policy', () => {
   it('follows 1, 2, 4, 8, 16 s and caps at 30 s', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { optionFor, PermissionBroker, type PermissionRequest } from '../../api/permissions.js';
-import type { RequestPermissionRequest } from '../../services/acp-client.service.js';
+import { optionFor, type PermissionRequest } from '../../core/permission-policy.js';
+import { PermissionBroker } from '../../runtime/permission-broker.js';
+import type { RequestPermissionRequest } from '../../core/acp-types.js';
 
 const params: RequestPermissionRequest = {
   sessionId: 's1',

@@ -1,16 +1,38 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, fromPromise, SimulatedClock } from 'xstate';
-import type { LoadSessionInput, PromptTurnInput, PromptTurnOutput, SessionMachineInput } from '../../machines/session-events.js';
+import { createActor, createMachine, fromCallback, fromPromise, SimulatedClock } from 'xstate';
+import type { StopReason } from '../../core/acp-types.js';
+import type { LoadSessionInput, PromptTurnCommand, PromptTurnInput, SessionEvent, SessionMachineInput, SessionRequestResult } from '../../machines/session-events.js';
 import { sessionMachine } from '../../machines/session.machine.js';
+
+interface FakeTurn {
+  complete(stopReason: StopReason): void;
+  fail(kind: 'protocol_error' | 'agent_exited', message: string): void;
+  cancels: number;
+  released: boolean;
+}
 
 /** A session actor whose turns the test settles by hand. */
 function startSession(overrides: Partial<SessionMachineInput> = {}) {
   const clock = new SimulatedClock();
-  const turns: Array<{ resolve(output: PromptTurnOutput): void; reject(error: unknown): void; aborted: () => boolean }> = [];
+  const turns: FakeTurn[] = [];
   let loads = 0;
   const machine = sessionMachine.provide({
     actors: {
-      promptTurn: fromPromise<PromptTurnOutput, PromptTurnInput>(({ signal }) => new Promise((resolve, reject) => turns.push({ resolve, reject, aborted: () => signal.aborted }))),
+      promptTurn: fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(({ sendBack, receive }) => {
+        const turn: FakeTurn = {
+          complete: (stopReason) => sendBack({ type: 'turn.completed', stopReason }),
+          fail: (kind, message) => sendBack({ type: 'turn.failed', failure: { kind, message } }),
+          cancels: 0,
+          released: false,
+        };
+        turns.push(turn);
+        receive((command) => {
+          if (command.type === 'cancel') turn.cancels++;
+        });
+        return () => {
+          turn.released = true;
+        };
+      }),
       loadSession: fromPromise<void, LoadSessionInput>(async () => {
         loads++;
       }),
@@ -18,29 +40,49 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
   });
   const actor = createActor(machine, {
     clock,
-    input: { agent: 'codex', sessionId: 's1', stallTimeoutMs: 120_000, onStall: 'none', ...overrides },
+    input: { agent: 'codex', displayName: 'Codex', sessionId: 's1', stallTimeoutMs: 120_000, onStall: 'none', ...overrides },
   });
   const statuses: string[] = [];
   const stalls: string[] = [];
+  const answers: Array<{ requestId: string; result: SessionRequestResult }> = [];
   actor.on('status', ({ status }) => statuses.push(status));
   actor.on('stall', ({ policy }) => stalls.push(policy));
+  actor.on('request.settled', ({ requestId, result }) => answers.push({ requestId, result }));
   actor.start();
-  const prompt = () => actor.send({ type: 'prompt', prompt: [{ type: 'text', text: 'hi' }] });
-  return { actor, clock, turns, statuses, stalls, prompt, loads: () => loads, value: () => actor.getSnapshot().value };
+  let next = 0;
+  const prompt = () => {
+    const requestId = `r${++next}`;
+    actor.send({ type: 'prompt', requestId, prompt: [{ type: 'text', text: 'hi' }] });
+    return requestId;
+  };
+  const answerTo = (requestId: string) => answers.find((answer) => answer.requestId === requestId)?.result;
+  return { actor, clock, turns, statuses, stalls, prompt, answerTo, loads: () => loads, value: () => actor.getSnapshot().value };
 }
 
 const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 describe('session machine', () => {
-  it('ready → prompting.running → completed with the stop reason', async () => {
+  it('ready → prompting.running → completed, answering the prompt with its stop reason', () => {
+    const session = startSession();
+    const request = session.prompt();
+    expect(session.value()).toEqual({ prompting: { running: 'watching' } });
+    expect(session.answerTo(request)).toBeUndefined();
+    session.turns[0]!.complete('end_turn');
+    expect(session.value()).toBe('completed');
+    expect(session.actor.getSnapshot().context).toMatchObject({ lastStopReason: 'end_turn', turns: 1, status: 'completed', request: null });
+    expect(session.answerTo(request)).toEqual({ ok: true, stopReason: 'end_turn' });
+    expect(session.statuses).toEqual(['ready', 'running', 'completed']);
+  });
+
+  it('refuses a prompt during a turn (session_busy) and in a failed session (session_closed), at once', () => {
     const session = startSession();
     session.prompt();
-    expect(session.value()).toEqual({ prompting: { running: 'watching' } });
-    session.turns[0]!.resolve({ stopReason: 'end_turn' });
-    await flush();
-    expect(session.value()).toBe('completed');
-    expect(session.actor.getSnapshot().context).toMatchObject({ lastStopReason: 'end_turn', turns: 1 });
-    expect(session.statuses).toEqual(['ready', 'running', 'completed']);
+    const busy = session.prompt();
+    expect(session.answerTo(busy)).toMatchObject({ ok: false, failure: { kind: 'session_busy', message: 'Session s1 is already running a turn' } });
+    session.turns[0]!.fail('protocol_error', 'bad prompt');
+    const refused = session.prompt();
+    expect(session.answerTo(refused)).toMatchObject({ ok: false, failure: { kind: 'session_closed', message: 'Session s1 failed; resume() it first' } });
+    expect(session.turns).toHaveLength(1);
   });
 
   it('stalls after stallTimeoutMs without activity; activity restarts the timer and leaves stalled', () => {
@@ -51,11 +93,45 @@ describe('session machine', () => {
     session.clock.increment(900);
     expect(session.value()).toEqual({ prompting: { running: 'watching' } });
     session.clock.increment(100);
-    expect(session.value()).toEqual({ prompting: 'stalled' });
+    expect(session.value()).toEqual({ prompting: { stalled: 'reported' } });
     expect(session.stalls).toEqual(['none']);
+    expect(session.turns[0]!.cancels).toBe(0);
     session.actor.send({ type: 'activity' });
     expect(session.value()).toEqual({ prompting: { running: 'watching' } });
     expect(session.statuses).toEqual(['ready', 'running', 'stalled', 'running']);
+  });
+
+  it("onStall 'cancel' cancels the turn once; the turn then ends with its stop reason", () => {
+    const session = startSession({ stallTimeoutMs: 1000, onStall: 'cancel' });
+    const request = session.prompt();
+    session.clock.increment(1000);
+    expect(session.value()).toEqual({ prompting: { stalled: 'cancelling' } });
+    expect(session.turns[0]!.cancels).toBe(1);
+    session.turns[0]!.complete('cancelled');
+    expect(session.answerTo(request)).toEqual({ ok: true, stopReason: 'cancelled' });
+  });
+
+  it("onStall 'restart' asks the parent agent machine to restart its process", () => {
+    const restarts: string[] = [];
+    const parent = createMachine({
+      id: 'parent',
+      invoke: {
+        id: 'child',
+        src: sessionMachine.provide({
+          actors: {
+            promptTurn: fromCallback(() => {}),
+            loadSession: fromPromise(async () => {}),
+          },
+        }),
+        input: { agent: 'codex', displayName: 'Codex', sessionId: 's1', stallTimeoutMs: 1000, onStall: 'restart' },
+      },
+      on: { restart: { actions: ({ event }) => restarts.push(String(event.sessionId)) } },
+    });
+    const clock = new SimulatedClock();
+    const actor = createActor(parent, { clock }).start();
+    actor.getSnapshot().children.child!.send({ type: 'prompt', requestId: 'r1', prompt: [] });
+    clock.increment(1000);
+    expect(restarts).toEqual(['s1']);
   });
 
   it('waiting for permission is not a stall; the last settled request returns to running', () => {
@@ -73,18 +149,19 @@ describe('session machine', () => {
     expect(session.statuses).toEqual(['ready', 'running', 'awaiting_permission', 'running']);
   });
 
-  it('a failed turn records its kind; the agent dying fails the session', async () => {
+  it('a failed turn records its kind and answers the prompt; the agent dying fails the session', () => {
     const session = startSession();
-    session.prompt();
-    session.turns[0]!.reject({ kind: 'protocol_error', message: 'bad prompt' });
-    await flush();
+    const request = session.prompt();
+    session.turns[0]!.fail('protocol_error', 'bad prompt');
     expect(session.value()).toBe('failed');
     expect(session.actor.getSnapshot().context.lastError).toEqual({ kind: 'protocol_error', message: 'bad prompt' });
+    expect(session.answerTo(request)).toMatchObject({ ok: false, failure: { kind: 'protocol_error', message: 'bad prompt' } });
     const other = startSession();
-    other.prompt();
+    const lost = other.prompt();
     other.actor.send({ type: 'agent.lost', kind: 'agent_exited', message: 'Codex exited unexpectedly' });
     expect(other.value()).toBe('failed');
-    expect(other.turns[0]!.aborted()).toBe(true);
+    expect(other.turns[0]!.released).toBe(true);
+    expect(other.answerTo(lost)).toMatchObject({ ok: false, failure: { kind: 'agent_exited' } });
   });
 
   it('resumes only when the agent (on its current connection) can load sessions', async () => {
@@ -93,20 +170,23 @@ describe('session machine', () => {
     session.actor.send({ type: 'agent.lost', kind: 'agent_exited', message: 'gone again' });
     expect(session.statuses).toEqual(['ready', 'failed']); // failing twice reports once
     expect(session.actor.getSnapshot().context.lastError?.message).toBe('gone');
-    session.actor.send({ type: 'resume', canLoad: false });
+    session.actor.send({ type: 'resume', requestId: 'no', canLoad: false });
     expect(session.value()).toBe('failed');
-    session.actor.send({ type: 'resume', canLoad: true });
+    expect(session.answerTo('no')).toMatchObject({ ok: false, failure: { kind: 'not_supported' } });
+    session.actor.send({ type: 'resume', requestId: 'yes', canLoad: true });
     await flush();
     expect(session.value()).toBe('ready');
     expect(session.loads()).toBe(1);
+    expect(session.answerTo('yes')).toEqual({ ok: true });
   });
 
-  it('close and a deliberate stop of the agent end the session; leaving prompting aborts the turn', () => {
+  it('close and a deliberate stop of the agent end the session; leaving prompting releases the turn', () => {
     const closed = startSession();
-    closed.prompt();
+    const request = closed.prompt();
     closed.actor.send({ type: 'close' });
     expect(closed.actor.getSnapshot().status).toBe('done');
-    expect(closed.turns[0]!.aborted()).toBe(true);
+    expect(closed.turns[0]!.released).toBe(true);
+    expect(closed.answerTo(request)).toMatchObject({ ok: false, failure: { kind: 'session_closed' } });
     const stopped = startSession();
     stopped.actor.send({ type: 'agent.lost', kind: 'stopped', message: 'stopped' });
     expect(stopped.value()).toBe('stopped');

@@ -1,9 +1,12 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it, expect } from 'vitest';
 import { createMachine, fromPromise, type AnyStateMachine } from 'xstate';
 import { exampleMachine } from '../../scripts/visualize/example.machine.js';
 import { findAnonymousIds, toDot, toMermaid, toStatelyJson, toSvg } from '../../scripts/visualize/render.js';
-import { DEFAULT_OUT_DIR, compareFiles, generateFiles, staleFiles } from '../../scripts/viz.js';
+import { toStandaloneSource } from '../../scripts/visualize/standalone-source.js';
+import { DEFAULT_OUT_DIR, compareFiles, diffOutDir, generateFiles, staleFiles } from '../../scripts/viz.js';
 
 describe('render: example machine', () => {
   const mermaid = toMermaid(exampleMachine);
@@ -98,6 +101,29 @@ describe('render: example machine', () => {
     expect(problems.join('\n')).toMatch(/#anon\.b entry: inline action/);
     expect(problems.join('\n')).toMatch(/#anon\.b on go: inline guard/);
     expect(problems).toHaveLength(5);
+  });
+});
+
+describe('viz output files', () => {
+  it('include a self-contained <name>.machine.ts per machine, linked from README.md', async () => {
+    const source = 'scripts/visualize/example.machine.ts';
+    const files = await generateFiles({ example: exampleMachine }, { sourceOf: () => source });
+    expect([...files.keys()].sort()).toEqual(['README.md', 'example.machine.ts', 'example.mmd', 'example.stately.json', 'example.svg']);
+    expect(files.get('example.machine.ts')).toBe(toStandaloneSource(exampleMachine, { name: 'example', source }));
+    expect(files.get('README.md')).toContain('Open in Stately: paste all of [example.machine.ts](example.machine.ts) (self-contained) into https://stately.ai/viz');
+  });
+
+  it('report missing and stale <name>.machine.ts files, and leave other files alone', async () => {
+    const files = await generateFiles({ example: exampleMachine });
+    const dir = mkdtempSync(join(tmpdir(), 'viz-test-'));
+    try {
+      for (const [file, content] of files) if (file !== 'example.machine.ts') writeFileSync(join(dir, file), content);
+      writeFileSync(join(dir, 'removed.machine.ts'), '');
+      writeFileSync(join(dir, 'notes.ts'), '');
+      expect(diffOutDir(dir, files)).toEqual([`missing: ${join(dir, 'example.machine.ts')}`, `stale: ${join(dir, 'removed.machine.ts')}`]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,9 +1,9 @@
 /** The public types of the supervisor facade. */
+import type { ClientConnection, InitializeResponse } from '../core/acp-types.js';
+import type { AgentErrorKind, AgentFailure } from '../core/errors.js';
+import type { PermissionRequest } from '../core/permission-policy.js';
 import type { AgentStatus } from '../machines/agent-events.js';
-import type { ClientConnection, InitializeResponse } from '../services/acp-client.service.js';
-import type { AgentErrorKind, AgentFailure } from '../services/errors.js';
-import type { PermissionRequest } from './permissions.js';
-import type { SessionHubEvents } from './session-hub.js';
+import type { SessionRuntimeEvents } from '../runtime/session-registry.js';
 
 /** A connected agent, as `ensureAgent` resolves it. */
 export interface AgentHandle {
@@ -42,6 +42,9 @@ export interface AgentErrorEvent {
   message: string;
   detail?: string;
   stderr: string[];
+  /** With kind `not_installed`: the command and how to install it. */
+  command?: string;
+  installHint?: string;
 }
 
 export interface SupervisorEventMap {
@@ -50,10 +53,10 @@ export interface SupervisorEventMap {
   /** With the `'ask'` policy: answer with `respond(optionId)` or `cancel()`. */
   'permission:request': PermissionRequest;
   /** An agent tried to read, write or run outside its session's sandbox; it was refused. */
-  'sandbox:violation': SessionHubEvents['sandbox:violation'];
-  'session:status': SessionHubEvents['session:status'];
+  'sandbox:violation': SessionRuntimeEvents['sandbox:violation'];
+  'session:status': SessionRuntimeEvents['session:status'];
   /** A turn sent no update for `stallTimeoutMs`; `policy` says what was done about it. */
-  'session:stall': SessionHubEvents['session:stall'];
+  'session:stall': SessionRuntimeEvents['session:stall'];
 }
 
 export interface CallOptions {

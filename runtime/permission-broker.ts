@@ -4,39 +4,11 @@
  * `permissionTimeoutMs` (on the supervisor's clock) is answered `cancelled`, and so is every
  * pending request of a turn that is cancelled.
  */
-import type { PermissionOption, RequestPermissionRequest, RequestPermissionResponse, ToolCallUpdate } from '../services/acp-client.service.js';
-import type { Clock } from './options.js';
-
-/** A permission request as the application sees it with the `'ask'` policy. */
-export interface PermissionRequest {
-  agent: string;
-  sessionId: string;
-  toolCall: ToolCallUpdate;
-  options: PermissionOption[];
-  /** Answers with one of `options` (by `optionId`). Later answers are ignored. */
-  respond(optionId: string): void;
-  /** Answers `cancelled`. */
-  cancel(): void;
-}
-
-/** How permission requests are answered. A function returns an option id (or undefined to cancel). */
-export type PermissionPolicy =
-  | 'ask'
-  | 'allow'
-  | 'deny'
-  | ((request: Omit<PermissionRequest, 'respond' | 'cancel'>) => string | undefined | Promise<string | undefined>);
+import type { RequestPermissionRequest, RequestPermissionResponse } from '../core/acp-types.js';
+import type { Clock } from '../core/clock.js';
+import { optionFor, type PermissionPolicy, type PermissionRequest } from '../core/permission-policy.js';
 
 const cancelled: RequestPermissionResponse = { outcome: { outcome: 'cancelled' } };
-
-/** The option a fixed policy picks: allow once (else always), reject once (else always). */
-export function optionFor(policy: 'allow' | 'deny', options: PermissionOption[]): string | undefined {
-  const preference = policy === 'allow' ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
-  for (const kind of preference) {
-    const option = options.find((candidate) => candidate.kind === kind);
-    if (option) return option.optionId;
-  }
-  return undefined;
-}
 
 interface Pending {
   sessionKey: string;

@@ -1,5 +1,5 @@
 /** A minimal typed event emitter whose listeners cannot break the emitter. */
-export class EventHub<Events extends Record<string, unknown>> {
+export class EventHub<Events extends object> {
   private readonly listeners = new Map<keyof Events, Set<(event: never) => void>>();
 
   on<K extends keyof Events>(type: K, listener: (event: Events[K]) => void): () => void {

@@ -4,20 +4,22 @@
  * process actor that opened them: it adds its entry on `initialize` and removes it when it
  * is released.
  */
-import type { ClientConnection, InitializeResponse } from '../services/acp-client.service.js';
+import type { ConnectionPublisher, LiveConnection } from '../actors/agent-process.actor.js';
+import type { ClientConnection } from '../core/acp-types.js';
 
-export interface LiveConnection {
-  agent: string;
-  pid: number;
-  connection: ClientConnection;
-  initialize: InitializeResponse;
-}
+export type { LiveConnection };
 
-export class LiveConnections {
+export class LiveConnections implements ConnectionPublisher {
   private readonly byAgent = new Map<string, LiveConnection>();
 
   get(agent: string): LiveConnection | undefined {
     return this.byAgent.get(agent);
+  }
+
+  /** The agent's connection while its stream is open. */
+  usable(agent: string): ClientConnection | undefined {
+    const connection = this.byAgent.get(agent)?.connection;
+    return connection && !connection.signal.aborted ? connection : undefined;
   }
 
   add(live: LiveConnection): void {

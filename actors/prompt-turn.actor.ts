@@ -1,0 +1,57 @@
+/**
+ * A prompt turn (`session/prompt`) over the agent's live connection, as the session
+ * machine's `promptTurn` actor. A callback actor, so the machine can tell it to cancel
+ * (`session/cancel`) and still hear how the turn ended; when the machine leaves `prompting`
+ * first (close, agent stopped), the actor's cleanup cancels the turn, once. Failures reach
+ * the machine as `turn.failed` with a classified kind, never as raw SDK errors.
+ */
+import { fromCallback } from 'xstate';
+import type { ClientConnection } from '../core/acp-types.js';
+import { failures } from '../core/errors.js';
+import type { PromptTurnCommand, PromptTurnInput, SessionEvent } from '../machines/session-events.js';
+import { acpMethods, toRequestError } from '../services/acp-client.service.js';
+
+export interface PromptTurnDependencies {
+  /** The agent's usable connection, if it has one. */
+  connectionOf(agent: string): ClientConnection | undefined;
+  /** Answers `cancelled` to the session's pending permission requests (ACP asks this of a cancel). */
+  cancelPermissions(agent: string, sessionId: string): void;
+}
+
+/** Creates the `promptTurn` actor that session machines are provided with. */
+export function createPromptTurnActor(deps: PromptTurnDependencies) {
+  return fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(({ input, sendBack, receive }) => {
+    const connection = deps.connectionOf(input.agent);
+    if (!connection) {
+      sendBack({ type: 'turn.failed', failure: failures.notConnected(input.agent) });
+      return;
+    }
+    let settled = false;
+    let cancelled = false;
+    let released = false; // a late answer must not reach a later turn of the same session
+    const cancel = () => {
+      if (settled || cancelled) return;
+      cancelled = true;
+      if (!connection.signal.aborted) connection.agent.notify(acpMethods.agent.session.cancel, { sessionId: input.sessionId }).catch(() => {});
+      deps.cancelPermissions(input.agent, input.sessionId);
+    };
+    connection.agent.request(acpMethods.agent.session.prompt, { sessionId: input.sessionId, prompt: input.prompt }).then(
+      (response) => {
+        settled = true;
+        if (!released) sendBack({ type: 'turn.completed', stopReason: response.stopReason });
+      },
+      (error: unknown) => {
+        settled = true;
+        const failure = toRequestError(input.agent, connection, error, 'session/prompt');
+        if (!released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message } });
+      },
+    );
+    receive((command) => {
+      if (command.type === 'cancel') cancel();
+    });
+    return () => {
+      cancel();
+      released = true;
+    };
+  });
+}

@@ -1,0 +1,207 @@
+/**
+ * Every failure agentvisor reports, in one place: the kinds, the plain-JSON record machines
+ * keep in context, the {@link AgentError} every promise rejects with, and the factories that
+ * word each failure. Machines and the facade build their failures here, so one kind always
+ * comes with one message, wherever it is raised.
+ *
+ * Pure: no I/O, no XState. `new AgentError(` appears in this file only.
+ */
+
+/** Why an operation on an agent failed. */
+export type AgentErrorKind =
+  /** The agent's command was not found on PATH (spawn failed with ENOENT). */
+  | 'not_installed'
+  /** The process could not be spawned for another reason (EACCES, bad cwd, ...). */
+  | 'spawn_failed'
+  /** `initialize` was rejected, or the process exited before answering it. */
+  | 'handshake_failed'
+  /** `initialize` was not answered within `handshakeTimeoutMs`. */
+  | 'handshake_timeout'
+  /** A connected agent's process exited or its ACP stream closed. */
+  | 'agent_exited'
+  /** One more live agent would exceed `maxAgents`. */
+  | 'limit_reached'
+  /** No agent is registered under that name. */
+  | 'unknown_agent'
+  /** The supervisor is shutting down or has shut down. */
+  | 'shutting_down'
+  /** The agent was stopped while the operation was waiting for it. */
+  | 'stopped'
+  /** The caller's AbortSignal fired. */
+  | 'aborted'
+  /** An option or agent spec is malformed. */
+  | 'invalid_options'
+  /** The agent requires authentication before it can open a session. */
+  | 'auth_required'
+  /** The agent answered an ACP request with an error. */
+  | 'protocol_error'
+  /** The agent does not support what was asked (e.g. session/load). */
+  | 'not_supported'
+  /** A prompt was sent while another turn of the session is in flight. */
+  | 'session_busy'
+  /** The session is closed, or failed and must be resumed first. */
+  | 'session_closed';
+
+/** An authentication method an agent offers in its `initialize` answer. */
+export interface AuthMethodSummary {
+  id: string;
+  name: string;
+  description?: string | null;
+}
+
+/** The plain-JSON description of a failure, as the machines keep it in context. */
+export interface AgentFailure {
+  kind: AgentErrorKind;
+  message: string;
+  /** Technical detail for logs: the spawn error, the JSON-RPC error, how the process ended. */
+  detail?: string;
+  /** The last lines the agent wrote to stderr before it failed, oldest first. */
+  stderr: string[];
+  /** Exit code of the process, when it exited. */
+  exitCode?: number | null;
+  /** Signal that ended the process, when one did. */
+  signal?: string | null;
+  /** With kind `not_installed`: the command that was not found. */
+  command?: string;
+  /** With kind `not_installed`: how to install it, when the spec knows (presets do). */
+  installHint?: string;
+}
+
+/** What a failed command settles with; `null` failure means success. */
+export type CommandResult = { ok: true } | { ok: false; failure: AgentFailure };
+
+interface AgentErrorOptions {
+  agent?: string;
+  cause?: unknown;
+  stderr?: string[];
+  authMethods?: AuthMethodSummary[];
+  command?: string;
+  installHint?: string;
+}
+
+/**
+ * The error every agentvisor promise rejects with.
+ *
+ * @example
+ * try { await supervisor.ensureAgent('codex'); }
+ * catch (error) {
+ *   if (error instanceof AgentError && error.kind === 'not_installed') console.log(error.message, error.installHint);
+ * }
+ */
+export class AgentError extends Error {
+  override readonly name = 'AgentError';
+  /** What went wrong, as a stable machine-readable string. */
+  readonly kind: AgentErrorKind;
+  /** The agent's registered name, when the failure concerns one agent. */
+  readonly agent: string | undefined;
+  /** The agent's last stderr lines, when it wrote any before failing. */
+  readonly stderr: string[];
+  /** With kind `auth_required`: the methods the agent offers (`supervisor.authenticate(agent, id)`). */
+  readonly authMethods: AuthMethodSummary[] | undefined;
+  /** With kind `not_installed`: the command that was not found on PATH. */
+  readonly command: string | undefined;
+  /** With kind `not_installed`: how to install the command, when known (e.g. `npm install -g …`). */
+  readonly installHint: string | undefined;
+
+  constructor(kind: AgentErrorKind, message: string, options: AgentErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = kind;
+    this.agent = options.agent;
+    this.stderr = options.stderr ?? [];
+    this.authMethods = options.authMethods;
+    this.command = options.command;
+    this.installHint = options.installHint;
+  }
+
+  /** Builds the error from the plain failure record a machine keeps in context. */
+  static fromFailure(agent: string, failure: AgentFailure): AgentError {
+    return new AgentError(failure.kind, failure.message, {
+      agent,
+      stderr: failure.stderr,
+      cause: failure,
+      command: failure.command,
+      installHint: failure.installHint,
+    });
+  }
+}
+
+/**
+ * The exact user-facing message for a process failure of `kind` of the agent `displayName`.
+ * These strings are part of the lifecycle contract (README, docs/lifecycle.md): change them
+ * only together with the docs.
+ */
+export function failureMessage(kind: AgentErrorKind, displayName: string): string {
+  switch (kind) {
+    case 'not_installed':
+      return `Could not start ${displayName}. Check that it's installed.`;
+    case 'spawn_failed':
+      return `Could not start ${displayName}`;
+    case 'handshake_failed':
+    case 'handshake_timeout':
+      return `Could not connect to ${displayName}`;
+    case 'agent_exited':
+      return `${displayName} exited unexpectedly`;
+    case 'auth_required':
+      return `${displayName} requires authentication`;
+    default:
+      return `${displayName}: ${kind.replace(/_/g, ' ')}`;
+  }
+}
+
+/** A failure record with no process detail (refusals, stops, session outcomes). */
+function failure(kind: AgentErrorKind, message: string): AgentFailure {
+  return { kind, message, stderr: [] };
+}
+
+/**
+ * Failure records for every refusal and outcome that is not a process failure. Machines
+ * keep and emit these records; the facade turns them into errors with {@link toError}.
+ */
+export const failures = {
+  unknownAgent: (agent: string) => failure('unknown_agent', `No agent named "${agent}" is registered`),
+  limitReached: (agent: string, maxAgents: number) =>
+    failure('limit_reached', `Cannot start "${agent}": ${maxAgents} agents are already running (maxAgents)`),
+  shuttingDown: (agent: string, what = 'start') => failure('shutting_down', `Cannot ${what} "${agent}": the supervisor is shutting down`),
+  stoppedBeforeConnected: (agent: string) => failure('stopped', `Agent "${agent}" was stopped before it connected`),
+  notConnected: (agent: string) => failure('agent_exited', `Agent "${agent}" has no live connection`),
+  agentStopped: (displayName: string) => failure('stopped', `${displayName} was stopped`),
+  agentLost: (displayName: string) => failure('agent_exited', failureMessage('agent_exited', displayName)),
+  sessionBusy: (sessionId: string) => failure('session_busy', `Session ${sessionId} is already running a turn`),
+  sessionFailed: (sessionId: string) => failure('session_closed', `Session ${sessionId} failed; resume() it first`),
+  sessionClosed: (sessionId: string) => failure('session_closed', `Session ${sessionId} is closed`),
+  closedDuringTurn: (sessionId: string) => failure('session_closed', `Session ${sessionId} was closed during the turn`),
+  cannotLoadSessions: (displayName: string) =>
+    failure('not_supported', `${displayName} cannot load sessions (no loadSession capability): start a new session`),
+} as const;
+
+/** Turns a failure record into the error a promise rejects with. */
+export function toError(agent: string, record: AgentFailure): AgentError {
+  return AgentError.fromFailure(agent, record);
+}
+
+/** `invalid_options`: a malformed option, spec or name. */
+export function invalidOptions(message: string, agent?: string): AgentError {
+  return new AgentError('invalid_options', message, { agent });
+}
+
+/** `aborted`: the caller's signal fired while it waited for `what`. */
+export function abortedError(what: string, signal: AbortSignal): AgentError {
+  return new AgentError('aborted', `Waiting for "${what}" was aborted`, { agent: what, cause: signal.reason });
+}
+
+/** `auth_required`, with the methods the agent offers. */
+export function authRequired(agent: string, message: string, authMethods: AuthMethodSummary[], cause?: unknown): AgentError {
+  return new AgentError('auth_required', message, { agent, cause, authMethods });
+}
+
+/** Any other failure of one agent, with the error that caused it. */
+export function agentFailure(kind: AgentErrorKind, agent: string, message: string, cause?: unknown): AgentError {
+  return new AgentError(kind, message, { agent, cause });
+}
+
+/** A readable message from whatever was thrown (an Error, a JSON-RPC error object, anything). */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (error && typeof error === 'object' && 'message' in error) return String((error as { message: unknown }).message);
+  return String(error);
+}

@@ -1,0 +1,72 @@
+/**
+ * What agentvisor serves to an agent over ACP: its session updates, permission requests,
+ * and the sandboxed `fs/*` and `terminal/*` calls, each answered inside the calling
+ * session's sandbox. The process actor installs one set of these handlers per connection.
+ */
+import type { ClientCapabilities } from '../core/acp-types.js';
+import { AcpRequestFailure, acpErrorCodes, type AcpClientHandlers } from '../services/acp-client.service.js';
+import { SandboxViolation } from '../services/fs-sandbox.service.js';
+import { TerminalsClosed, UnknownTerminal } from '../services/terminal.service.js';
+import type { EventHub } from '../util/event-hub.js';
+import type { PermissionBroker } from './permission-broker.js';
+import type { SessionRecord, SessionRegistry, SessionRuntimeEvents } from './session-registry.js';
+
+export interface ClientHandlerDependencies {
+  capabilities: { fs: boolean; terminal: boolean };
+  sessions: SessionRegistry;
+  broker: PermissionBroker;
+  events: EventHub<SessionRuntimeEvents>;
+}
+
+/** The capabilities advertised in `initialize`: only what is enabled. */
+export function clientCapabilities({ fs, terminal }: { fs: boolean; terminal: boolean }): ClientCapabilities {
+  return { fs: { readTextFile: fs, writeTextFile: fs }, terminal };
+}
+
+/** The handlers for one agent's connection. */
+export function createClientHandlers(agent: string, deps: ClientHandlerDependencies): AcpClientHandlers {
+  const sessionFor = (sessionId: string): SessionRecord => {
+    const session = deps.sessions.get(agent, sessionId);
+    if (!session) throw new AcpRequestFailure(acpErrorCodes.resourceNotFound, `Unknown session ${sessionId}`);
+    return session;
+  };
+  /** Runs one fs/terminal request; a refusal is answered to the agent and reported as a violation. */
+  const guarded = async <T>(sessionId: string, operation: 'read' | 'write' | 'terminal', work: (session: SessionRecord) => Promise<T>): Promise<T> => {
+    const session = sessionFor(sessionId);
+    try {
+      return await work(session);
+    } catch (error) {
+      if (error instanceof SandboxViolation) {
+        deps.events.emit('sandbox:violation', { agent, sessionId, operation, path: error.path, message: error.message });
+        throw new AcpRequestFailure(acpErrorCodes.invalidParams, error.message);
+      }
+      if (error instanceof UnknownTerminal) throw new AcpRequestFailure(acpErrorCodes.resourceNotFound, error.message);
+      if (error instanceof TerminalsClosed) throw new AcpRequestFailure(acpErrorCodes.invalidParams, error.message);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new AcpRequestFailure(acpErrorCodes.resourceNotFound, `No such file: ${(error as Error).message}`);
+      throw error;
+    }
+  };
+  const handlers: AcpClientHandlers = {
+    sessionUpdate: (notification) => deps.sessions.route(agent, notification),
+    requestPermission: async (params, signal) => deps.broker.request(agent, params, sessionFor(params.sessionId).resources.permissions, signal),
+  };
+  if (deps.capabilities.fs) {
+    handlers.readTextFile = (params) =>
+      guarded(params.sessionId, 'read', async (session) => ({
+        content: await session.resources.sandbox.readTextFile(params.path, { line: params.line, limit: params.limit }),
+      }));
+    handlers.writeTextFile = (params) => guarded(params.sessionId, 'write', (session) => session.resources.sandbox.writeTextFile(params.path, params.content));
+  }
+  if (deps.capabilities.terminal) {
+    handlers.createTerminal = (params) =>
+      guarded(params.sessionId, 'terminal', async (session) => {
+        const cwd = await session.resources.sandbox.check('read', params.cwd ?? session.resources.cwd, false);
+        return { terminalId: session.resources.terminals.create({ ...params, cwd }) };
+      });
+    handlers.terminalOutput = (params) => guarded(params.sessionId, 'terminal', async (session) => session.resources.terminals.output(params.terminalId));
+    handlers.waitForTerminalExit = (params) => guarded(params.sessionId, 'terminal', (session) => session.resources.terminals.waitForExit(params.terminalId));
+    handlers.killTerminal = (params) => guarded(params.sessionId, 'terminal', async (session) => session.resources.terminals.kill(params.terminalId));
+    handlers.releaseTerminal = (params) => guarded(params.sessionId, 'terminal', async (session) => session.resources.terminals.release(params.terminalId));
+  }
+  return handlers;
+}

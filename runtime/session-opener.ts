@@ -1,0 +1,93 @@
+/**
+ * Opening sessions on a connected agent: `session/new` or `session/load`, then a session
+ * record (the agent machine spawns the session child) with its sandbox and terminal set.
+ */
+import type { ClientConnection, InitializeResponse, McpServer, SessionUpdate } from '../core/acp-types.js';
+import { authRequired, failures, toError, type AgentError } from '../core/errors.js';
+import type { PermissionPolicy } from '../core/permission-policy.js';
+import type { StallPolicy } from '../machines/session-events.js';
+import { acpMethods, isAuthRequired, toRequestError } from '../services/acp-client.service.js';
+import { FsSandbox } from '../services/fs-sandbox.service.js';
+import { TerminalSet } from '../services/terminal.service.js';
+import { abortable } from '../util/abort.js';
+import type { SessionRecord, SessionRegistry } from './session-registry.js';
+
+/** A connected agent, as far as opening a session needs it. */
+export interface ConnectedAgent {
+  name: string;
+  displayName: string;
+  connection: ClientConnection;
+  agentCapabilities: NonNullable<InitializeResponse['agentCapabilities']>;
+  authMethods: NonNullable<InitializeResponse['authMethods']>;
+}
+
+/** A session's settings, resolved and validated by the facade. */
+export interface SessionSettings {
+  cwd: string;
+  roots: string[];
+  mcpServers: McpServer[];
+  permissions: PermissionPolicy;
+  stallTimeoutMs: number;
+  onStall: StallPolicy;
+  /** Subscribed before the request is sent, so it also sees updates replayed by session/load. */
+  onUpdate?: (update: SessionUpdate) => void;
+}
+
+export class SessionOpener {
+  constructor(private readonly deps: { sessions: SessionRegistry; terminalOutputByteLimit: number }) {}
+
+  /** `session/new` on the agent. */
+  async create(agent: ConnectedAgent, settings: SessionSettings, signal: AbortSignal | undefined): Promise<SessionRecord> {
+    let sessionId: string;
+    try {
+      const request = agent.connection.agent.request(acpMethods.agent.session.new, {
+        cwd: settings.cwd,
+        mcpServers: settings.mcpServers,
+        ...(settings.roots.length > 0 && agent.agentCapabilities.sessionCapabilities?.additionalDirectories ? { additionalDirectories: settings.roots } : {}),
+      });
+      sessionId = (await abortable(request, signal, agent.name)).sessionId;
+    } catch (error) {
+      throw this.failure(agent, error, 'session/new');
+    }
+    return this.open(agent, sessionId, settings);
+  }
+
+  /**
+   * `session/load` of an earlier session; `not_supported` unless the agent advertises
+   * loadSession. A session already open under that id is returned as it is.
+   */
+  async load(agent: ConnectedAgent, sessionId: string, settings: SessionSettings): Promise<SessionRecord> {
+    if (!agent.agentCapabilities.loadSession) throw toError(agent.name, failures.cannotLoadSessions(agent.displayName));
+    const existing = this.deps.sessions.get(agent.name, sessionId);
+    if (existing && existing.status() !== 'stopped') return existing;
+    const record = this.open(agent, sessionId, settings);
+    try {
+      await agent.connection.agent.request(acpMethods.agent.session.load, { sessionId, cwd: settings.cwd, mcpServers: settings.mcpServers });
+    } catch (error) {
+      await this.deps.sessions.close(record);
+      throw this.failure(agent, error, 'session/load');
+    }
+    return record;
+  }
+
+  private open(agent: ConnectedAgent, sessionId: string, settings: SessionSettings): SessionRecord {
+    const record = this.deps.sessions.open(
+      { agent: agent.name, displayName: agent.displayName, sessionId, stallTimeoutMs: settings.stallTimeoutMs, onStall: settings.onStall },
+      {
+        cwd: settings.cwd,
+        roots: settings.roots,
+        mcpServers: settings.mcpServers,
+        sandbox: new FsSandbox([settings.cwd, ...settings.roots]),
+        terminals: new TerminalSet(this.deps.terminalOutputByteLimit),
+        permissions: settings.permissions,
+      },
+      settings.onUpdate,
+    );
+    return record;
+  }
+
+  private failure(agent: ConnectedAgent, error: unknown, request: string): AgentError {
+    if (isAuthRequired(error)) return authRequired(agent.name, `${agent.displayName} requires authentication`, agent.authMethods, error);
+    return toRequestError(agent.name, agent.connection, error, request);
+  }
+}

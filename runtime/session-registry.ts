@@ -1,0 +1,204 @@
+/**
+ * The open sessions of one supervisor, and what lives beside each session actor but must
+ * stay out of machine context: its sandbox, its terminals, the listeners of its updates.
+ * Routes each `session/update` to its session (buffering the few that arrive before
+ * `session/new` has answered), turns batches of updates into the machine's `activity`
+ * events, and releases a session's resources once its machine reports `stopped`.
+ */
+import type { ActorRefFrom } from 'xstate';
+import type { McpServer, SessionNotification, SessionUpdate } from '../core/acp-types.js';
+import type { PermissionPolicy, PermissionRequest } from '../core/permission-policy.js';
+import { sessionActorId, type agentMachine } from '../machines/agent.machine.js';
+import type { SessionMachineInput, SessionStatus, StallPolicy } from '../machines/session-events.js';
+import type { sessionMachine } from '../machines/session.machine.js';
+import type { FsSandbox } from '../services/fs-sandbox.service.js';
+import type { TerminalSet } from '../services/terminal.service.js';
+import { EventHub } from '../util/event-hub.js';
+
+export type SessionActorRef = ActorRefFrom<typeof sessionMachine>;
+type AgentActorRef = ActorRefFrom<typeof agentMachine>;
+
+/** Supervisor-level events about sessions. */
+export interface SessionRuntimeEvents {
+  'permission:request': PermissionRequest;
+  'sandbox:violation': { agent: string; sessionId: string; operation: 'read' | 'write' | 'terminal'; path: string; message: string };
+  'session:status': { agent: string; sessionId: string; status: SessionStatus };
+  'session:stall': { agent: string; sessionId: string; policy: StallPolicy; stallTimeoutMs: number };
+}
+
+/** Events of one session, as `session.on(...)` delivers them. */
+export interface SessionChannelEvents {
+  update: SessionUpdate;
+  status: { status: SessionStatus };
+  stall: { policy: StallPolicy; stallTimeoutMs: number };
+  'permission:request': PermissionRequest;
+}
+
+export interface SessionResources {
+  cwd: string;
+  roots: string[];
+  mcpServers: McpServer[];
+  sandbox: FsSandbox;
+  terminals: TerminalSet;
+  permissions: PermissionPolicy;
+}
+
+export interface SessionRegistryDependencies {
+  events: EventHub<SessionRuntimeEvents>;
+  agentActor(agent: string): AgentActorRef | undefined;
+  /** Sends session/close when the agent supports it (not awaited by anyone). */
+  closeOnAgent(agent: string, sessionId: string): void;
+}
+
+/** One open session: its actor's address, resources and listeners. */
+export class SessionRecord {
+  readonly channel = new EventHub<SessionChannelEvents>();
+  /** Resolves once the session stopped and its terminals are gone. */
+  readonly released: Promise<void>;
+  private markReleased!: () => void;
+  private activityScheduled: NodeJS.Immediate | undefined;
+  /** Mirrors the machine's `prompting.stalled`, so delivering an update reads no snapshot. */
+  private stalled = false;
+  private detach: () => void = () => {};
+
+  constructor(
+    readonly agent: string,
+    readonly id: string,
+    readonly resources: SessionResources,
+    private readonly agentActor: () => AgentActorRef | undefined,
+  ) {
+    this.released = new Promise((resolve) => (this.markReleased = resolve));
+  }
+
+  /** The session actor while it runs (a child of the agent's actor). */
+  actor(): SessionActorRef | undefined {
+    return this.agentActor()?.getSnapshot().children[sessionActorId(this.id)] as SessionActorRef | undefined;
+  }
+
+  /** The machine's status, or `stopped` once its actor is gone. */
+  status(): SessionStatus {
+    const snapshot = this.actor()?.getSnapshot();
+    return snapshot && snapshot.status === 'active' ? snapshot.context.status : 'stopped';
+  }
+
+  /** Hands one `session/update` to listeners and tells the machine about the activity. */
+  deliver(notification: SessionNotification): void {
+    this.channel.emit('update', notification.update);
+    // One `activity` event per batch of updates keeps the stall timer honest without
+    // paying a state-machine step per chunk. A stalled session hears at once, so the
+    // recovery is seen before anything that follows the update.
+    if (this.stalled) {
+      this.actor()?.send({ type: 'activity' });
+      return;
+    }
+    this.activityScheduled ??= setImmediate(() => {
+      this.activityScheduled = undefined;
+      this.actor()?.send({ type: 'activity' });
+    });
+  }
+
+  /** The 'ask' policy's delivery; false when nobody listens on this session. */
+  ask(request: PermissionRequest): boolean {
+    if (this.channel.listenerCount('permission:request') === 0) return false;
+    this.channel.emit('permission:request', request);
+    return true;
+  }
+
+  /** Follows the actor's status and stall reports; `onStopped` releases the session. */
+  attach(events: EventHub<SessionRuntimeEvents>, onStopped: () => void): void {
+    const actor = this.actor();
+    if (!actor) return onStopped();
+    const status = actor.on('status', ({ status: next }) => {
+      this.stalled = next === 'stalled';
+      this.channel.emit('status', { status: next });
+      events.emit('session:status', { agent: this.agent, sessionId: this.id, status: next });
+      if (next === 'stopped') onStopped();
+    });
+    const stall = actor.on('stall', ({ policy, stallTimeoutMs }) => {
+      this.channel.emit('stall', { policy, stallTimeoutMs });
+      events.emit('session:stall', { agent: this.agent, sessionId: this.id, policy, stallTimeoutMs });
+    });
+    this.detach = () => (status.unsubscribe(), stall.unsubscribe());
+  }
+
+  /** Stops listening, kills the terminals; `released` resolves after. */
+  async release(): Promise<void> {
+    this.detach();
+    if (this.activityScheduled) clearImmediate(this.activityScheduled);
+    this.activityScheduled = undefined;
+    await this.resources.terminals.releaseAll();
+    this.markReleased();
+  }
+}
+
+/** Updates for a session not registered yet (sent right after session/new) wait here. */
+const earlyUpdateLimit = 256;
+
+export class SessionRegistry {
+  private readonly records = new Map<string, SessionRecord>();
+  private readonly early = new Map<string, SessionNotification[]>();
+
+  constructor(private readonly deps: SessionRegistryDependencies) {}
+
+  /**
+   * Opens a session on a connected agent: the agent machine spawns its session child,
+   * and the record follows it until it stops.
+   */
+  open(input: SessionMachineInput, resources: SessionResources, onUpdate?: (update: SessionUpdate) => void): SessionRecord {
+    const { agent, sessionId } = input;
+    this.deps.agentActor(agent)?.send({ type: 'session.open', session: input });
+    const record = new SessionRecord(agent, sessionId, resources, () => this.deps.agentActor(agent));
+    if (onUpdate) record.channel.on('update', onUpdate); // before the early updates are flushed
+    this.records.set(key(agent, sessionId), record);
+    record.attach(this.deps.events, () => void this.release(record));
+    const waiting = this.early.get(agent);
+    if (waiting) {
+      this.early.set(agent, waiting.filter((notification) => notification.sessionId !== sessionId));
+      for (const notification of waiting) if (notification.sessionId === sessionId) record.deliver(notification);
+    }
+    return record;
+  }
+
+  get(agent: string, sessionId: string): SessionRecord | undefined {
+    return this.records.get(key(agent, sessionId));
+  }
+
+  all(): SessionRecord[] {
+    return [...this.records.values()];
+  }
+
+  /** Routes one `session/update` of `agent`; an unknown session's update waits a little. */
+  route(agent: string, notification: SessionNotification): void {
+    const record = this.get(agent, notification.sessionId);
+    if (record) return record.deliver(notification);
+    const waiting = this.early.get(agent) ?? [];
+    waiting.push(notification);
+    if (waiting.length > earlyUpdateLimit) waiting.shift();
+    this.early.set(agent, waiting);
+  }
+
+  /** Closes a session (its machine stops the turn) and resolves once it is released. */
+  close(record: SessionRecord): Promise<void> {
+    const actor = record.actor();
+    if (actor) actor.send({ type: 'close' });
+    else void this.release(record);
+    return record.released;
+  }
+
+  /** Kills every session's terminals (shutdown: they are in no agent's process group). */
+  async releaseAll(): Promise<void> {
+    await Promise.all(this.all().map((record) => record.resources.terminals.releaseAll()));
+  }
+
+  private async release(record: SessionRecord): Promise<void> {
+    if (this.records.get(key(record.agent, record.id)) !== record) return record.released;
+    this.records.delete(key(record.agent, record.id));
+    this.deps.closeOnAgent(record.agent, record.id);
+    this.deps.agentActor(record.agent)?.send({ type: 'session.forget', sessionId: record.id });
+    await record.release();
+  }
+}
+
+function key(agent: string, sessionId: string): string {
+  return `${agent}\u0000${sessionId}`;
+}

@@ -1,0 +1,180 @@
+/**
+ * The wiring of one supervisor: the machines provided with their real actors (process,
+ * prompt turn, session/load), the registries those actors share (live connections,
+ * sessions, agent specs), the permission broker and the ACP handlers, and the one way to
+ * ask the supervisor machine something and await its answer. No lifecycle decision is made
+ * here: every outcome comes from a machine.
+ */
+import { createActor, type Actor, type ActorRefFrom, type InspectionEvent, type Observer } from 'xstate';
+import { createAgentProcessActor } from '../actors/agent-process.actor.js';
+import { createLoadSessionActor } from '../actors/load-session.actor.js';
+import { createPromptTurnActor } from '../actors/prompt-turn.actor.js';
+import type { AgentSpec } from '../core/agent-spec.js';
+import type { Clock } from '../core/clock.js';
+import { failures, toError } from '../core/errors.js';
+import type { PermissionPolicy } from '../core/permission-policy.js';
+import type { AgentTimings } from '../machines/agent-events.js';
+import { agentMachine } from '../machines/agent.machine.js';
+import type { StallPolicy } from '../machines/session-events.js';
+import { sessionMachine } from '../machines/session.machine.js';
+import { supervisorMachine, type AgentCommandEvent } from '../machines/supervisor.machine.js';
+import { acpMethods } from '../services/acp-client.service.js';
+import { EventHub } from '../util/event-hub.js';
+import { clientCapabilities, createClientHandlers } from './acp-client-handlers.js';
+import { LiveConnections } from './live-connections.js';
+import { PermissionBroker } from './permission-broker.js';
+import { request, type RequestOptions } from './requests.js';
+import { SessionOpener } from './session-opener.js';
+import { SessionRegistry, type SessionRuntimeEvents } from './session-registry.js';
+
+/** Session defaults, resolved from the supervisor's options. */
+export interface SessionDefaults {
+  permissions: PermissionPolicy;
+  permissionTimeoutMs: number;
+  stallTimeoutMs: number;
+  onStall: StallPolicy;
+  capabilities: { fs: boolean; terminal: boolean };
+  terminalOutputByteLimit: number;
+}
+
+/** Everything a runtime is built from, validated by the facade. */
+export interface RuntimeSettings {
+  maxAgents: number;
+  timings: AgentTimings;
+  stderrLines: number;
+  sessions: SessionDefaults;
+  clock?: Clock;
+  clockForTimers: Clock;
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+}
+
+export type AgentActorRef = ActorRefFrom<typeof agentMachine>;
+
+export class SupervisorRuntime {
+  readonly actor: Actor<typeof supervisorMachine>;
+  readonly connections = new LiveConnections();
+  readonly events = new EventHub<SessionRuntimeEvents>();
+  readonly sessions: SessionRegistry;
+  readonly opener: SessionOpener;
+  readonly broker: PermissionBroker;
+  private readonly specs = new Map<string, AgentSpec>();
+
+  constructor(settings: RuntimeSettings) {
+    this.sessions = new SessionRegistry({
+      events: this.events,
+      agentActor: (agent) => this.agentActor(agent),
+      closeOnAgent: (agent, sessionId) => this.closeOnAgent(agent, sessionId),
+    });
+    this.opener = new SessionOpener({ sessions: this.sessions, terminalOutputByteLimit: settings.sessions.terminalOutputByteLimit });
+    this.broker = new PermissionBroker({
+      clock: settings.clockForTimers,
+      timeoutMs: settings.sessions.permissionTimeoutMs,
+      ask: (permission) => {
+        const heardBySession = this.sessions.get(permission.agent, permission.sessionId)?.ask(permission) ?? false;
+        const heardBySupervisor = this.events.listenerCount('permission:request') > 0;
+        if (heardBySupervisor) this.events.emit('permission:request', permission);
+        return heardBySession || heardBySupervisor;
+      },
+      pending: (agent, sessionId, requestId) => this.sessions.get(agent, sessionId)?.actor()?.send({ type: 'permission.requested', requestId }),
+      settled: (agent, sessionId, requestId) => {
+        // A request answered because the connection closed is not the turn going on: the
+        // agent is gone, and the session is about to fail (agent.lost clears the request).
+        if (!this.connections.usable(agent)) return;
+        this.sessions.get(agent, sessionId)?.actor()?.send({ type: 'permission.settled', requestId });
+      },
+    });
+    const handlerDeps = { capabilities: settings.sessions.capabilities, sessions: this.sessions, broker: this.broker, events: this.events };
+    const agentProcess = createAgentProcessActor({
+      getSpec: (agent) => this.spec(agent),
+      connections: this.connections,
+      stderrLines: settings.stderrLines,
+      acpOptions: (agent) => ({ clientCapabilities: clientCapabilities(settings.sessions.capabilities), handlers: createClientHandlers(agent, handlerDeps) }),
+    });
+    const connectionOf = (agent: string) => this.connections.usable(agent);
+    const session = sessionMachine.provide({
+      actors: {
+        promptTurn: createPromptTurnActor({ connectionOf, cancelPermissions: (agent, sessionId) => this.broker.cancelSession(agent, sessionId) }),
+        loadSession: createLoadSessionActor({
+          connectionOf,
+          sessionParams: (agent, sessionId) => {
+            const resources = this.sessions.get(agent, sessionId)?.resources;
+            return resources && { cwd: resources.cwd, mcpServers: resources.mcpServers };
+          },
+        }),
+      },
+    });
+    const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess, session } }) } });
+    this.actor = createActor(machine, {
+      input: { maxAgents: settings.maxAgents, timings: settings.timings },
+      ...(settings.clock ? { clock: settings.clock } : {}),
+      ...(settings.inspect ? { inspect: settings.inspect } : {}),
+    });
+    this.actor.start();
+  }
+
+  /** Keeps the spec (env stays here, never in machine context) and spawns the agent actor. */
+  register(name: string, spec: AgentSpec): void {
+    this.specs.set(name, { ...spec, args: [...(spec.args ?? [])], env: { ...spec.env } });
+    this.actor.send({ type: 'agent.register', agent: name, displayName: spec.displayName ?? name, jitterSeed: Math.floor(Math.random() * 2 ** 32) });
+  }
+
+  /** True when `register(name)` would be accepted by the supervisor machine right now. */
+  canRegister(name: string): boolean {
+    return this.actor.getSnapshot().can({ type: 'agent.register', agent: name, displayName: name, jitterSeed: 0 });
+  }
+
+  has(name: string): boolean {
+    return this.specs.has(name);
+  }
+
+  names(): string[] {
+    return [...this.specs.keys()];
+  }
+
+  /** The spec of a registered agent; throws `unknown_agent`. */
+  spec(name: string): AgentSpec {
+    const spec = this.specs.get(name);
+    if (!spec) throw toError(name, failures.unknownAgent(name));
+    return spec;
+  }
+
+  agentActor(name: string): AgentActorRef | undefined {
+    return this.actor.getSnapshot().children[name] as AgentActorRef | undefined;
+  }
+
+  /**
+   * Sends a command to the supervisor machine and settles with its answer. A supervisor
+   * that has reached `stopped` (final) takes no events; its answers are fixed: every agent is
+   * idle, so a stop is done and a start is refused `shutting_down`.
+   */
+  command(event: Omit<AgentCommandEvent, 'requestId'>, options: RequestOptions = {}): Promise<unknown> {
+    if (this.actor.getSnapshot().status !== 'active') {
+      if (event.type === 'agent.stop') return this.has(event.agent) ? Promise.resolve() : Promise.reject(toError(event.agent, failures.unknownAgent(event.agent)));
+      return Promise.reject(toError(event.agent, failures.shuttingDown(event.agent)));
+    }
+    return request(this.actor, 'command.settled', event, event.agent, options);
+  }
+
+  /** Stops every agent (the machine's shutdown) and every terminal; resolves when all are gone. */
+  shutdown(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const terminals = this.sessions.releaseAll();
+      const finish = () => void terminals.then(() => resolve());
+      if (this.actor.getSnapshot().status !== 'active') return finish();
+      const subscription = this.actor.subscribe({
+        complete: () => {
+          subscription.unsubscribe();
+          finish();
+        },
+      });
+      this.actor.send({ type: 'shutdown' });
+    });
+  }
+
+  private closeOnAgent(agent: string, sessionId: string): void {
+    const connection = this.connections.usable(agent);
+    if (!connection || !this.connections.get(agent)?.initialize.agentCapabilities?.sessionCapabilities?.close) return;
+    // Not awaited: an unresponsive agent must not hold up close() (and shutdown with it).
+    connection.agent.request(acpMethods.agent.session.close, { sessionId }).catch(() => {});
+  }
+}
