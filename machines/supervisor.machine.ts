@@ -47,6 +47,11 @@ export type SupervisorEmitted =
   | { type: 'error'; agent: string; failure: AgentFailure }
   | CommandSettled;
 
+/** The answer refusing one command with `failure`. */
+function refusal(params: { agent: string; requestId: string }, failure: AgentFailure): CommandSettled {
+  return { type: 'command.settled', agent: params.agent, requestId: params.requestId, result: { ok: false, failure } };
+}
+
 const isLive = (agent: SupervisedAgent) => liveStatuses.has(agent.status) || agent.retrying;
 const liveAgentCount = (agents: Record<string, SupervisedAgent>) => Object.values(agents).filter(isLive).length;
 const isRegistered = (agents: Record<string, SupervisedAgent>, name: string) => Object.prototype.hasOwnProperty.call(agents, name);
@@ -81,20 +86,10 @@ export const supervisorMachine = setup({
     forwardToAgent: enqueueActions(({ enqueue }, params: { agent: string; command: 'ensure' | 'reconnect' | 'stop'; requestId: string }) => {
       enqueue.sendTo(params.agent, { type: params.command, requestId: params.requestId });
     }),
-    refuse: emit(({ context }, params: { agent: string; requestId: string; reason: 'unknownAgent' | 'limitReached' | 'shuttingDown' }) => ({
-      type: 'command.settled' as const,
-      agent: params.agent,
-      requestId: params.requestId,
-      result: {
-        ok: false as const,
-        failure:
-          params.reason === 'limitReached'
-            ? failures.limitReached(params.agent, context.maxAgents)
-            : params.reason === 'unknownAgent'
-              ? failures.unknownAgent(params.agent)
-              : failures.shuttingDown(params.agent),
-      },
-    })),
+    // One action per reason, so the diagrams say why a command is refused.
+    refuseUnknownAgent: emit((_, params: { agent: string; requestId: string }) => refusal(params, failures.unknownAgent(params.agent))),
+    refuseAtAgentLimit: emit(({ context }, params: { agent: string; requestId: string }) => refusal(params, failures.limitReached(params.agent, context.maxAgents))),
+    refuseShuttingDown: emit((_, params: { agent: string; requestId: string }) => refusal(params, failures.shuttingDown(params.agent))),
     stopAllAgents: enqueueActions(({ enqueue, context }) => {
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'stop' });
     }),
@@ -146,8 +141,8 @@ export const supervisorMachine = setup({
       entry: 'stopAllAgents',
       always: { guard: 'allAgentsIdle', target: 'stopped', description: 'Every process has exited.' },
       on: {
-        'agent.ensure': { actions: refusal('shuttingDown'), description: 'Refused during shutdown.' },
-        'agent.reconnect': { actions: refusal('shuttingDown'), description: 'Refused during shutdown.' },
+        'agent.ensure': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
+        'agent.reconnect': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
         'agent.stop': stopCommand('stop() during shutdown: answered once the agent is idle.'),
       },
     },
@@ -158,14 +153,12 @@ export const supervisorMachine = setup({
   },
 });
 
-type Reason = 'unknownAgent' | 'limitReached' | 'shuttingDown';
-
 function agentOf({ event }: { event: AgentCommandEvent }) {
   return { agent: event.agent };
 }
 
-function refusal(reason: Reason) {
-  return { type: 'refuse', params: ({ event }: { event: AgentCommandEvent }) => ({ agent: event.agent, requestId: event.requestId, reason }) } as const;
+function refuse(action: 'refuseUnknownAgent' | 'refuseAtAgentLimit' | 'refuseShuttingDown') {
+  return { type: action, params: ({ event }: { event: AgentCommandEvent }) => ({ agent: event.agent, requestId: event.requestId }) } as const;
 }
 
 function forward(command: 'ensure' | 'reconnect' | 'stop') {
@@ -175,15 +168,15 @@ function forward(command: 'ensure' | 'reconnect' | 'stop') {
 /** A start: refused for an unknown agent or at the agent limit, else forwarded. */
 function startCommand(command: 'ensure' | 'reconnect', description: string) {
   return [
-    { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refusal('unknownAgent'), description: 'No such agent.' },
-    { guard: { type: 'wouldExceedAgentLimit', params: agentOf }, actions: refusal('limitReached'), description: 'maxAgents live processes already.' },
+    { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refuse('refuseUnknownAgent'), description: 'No such agent.' },
+    { guard: { type: 'wouldExceedAgentLimit', params: agentOf }, actions: refuse('refuseAtAgentLimit'), description: 'maxAgents live processes already.' },
     { actions: forward(command), description },
   ] as const;
 }
 
 function stopCommand(description: string) {
   return [
-    { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refusal('unknownAgent'), description: 'No such agent.' },
+    { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refuse('refuseUnknownAgent'), description: 'No such agent.' },
     { actions: forward('stop'), description },
   ] as const;
 }

@@ -14,7 +14,9 @@ export const supervisorMachine = setup({
   actions: {
     spawnAgent: () => {},
     forwardToAgent: () => {},
-    refuse: () => {},
+    refuseUnknownAgent: () => {},
+    refuseAtAgentLimit: () => {},
+    refuseShuttingDown: () => {},
     stopAllAgents: () => {},
     recordAgentStatus: () => {},
     relayAgentError: () => {},
@@ -57,12 +59,12 @@ export const supervisorMachine = setup({
         'agent.ensure': [
           {
             guard: { type: 'isUnknownAgent' },
-            actions: { type: 'refuse' },
+            actions: { type: 'refuseUnknownAgent' },
             description: 'No such agent.',
           },
           {
             guard: { type: 'wouldExceedAgentLimit' },
-            actions: { type: 'refuse' },
+            actions: { type: 'refuseAtAgentLimit' },
             description: 'maxAgents live processes already.',
           },
           {
@@ -73,12 +75,12 @@ export const supervisorMachine = setup({
         'agent.reconnect': [
           {
             guard: { type: 'isUnknownAgent' },
-            actions: { type: 'refuse' },
+            actions: { type: 'refuseUnknownAgent' },
             description: 'No such agent.',
           },
           {
             guard: { type: 'wouldExceedAgentLimit' },
-            actions: { type: 'refuse' },
+            actions: { type: 'refuseAtAgentLimit' },
             description: 'maxAgents live processes already.',
           },
           { actions: { type: 'forwardToAgent' }, description: 'reconnect(): forward to the agent.' },
@@ -86,7 +88,7 @@ export const supervisorMachine = setup({
         'agent.stop': [
           {
             guard: { type: 'isUnknownAgent' },
-            actions: { type: 'refuse' },
+            actions: { type: 'refuseUnknownAgent' },
             description: 'No such agent.',
           },
           {
@@ -106,12 +108,18 @@ export const supervisorMachine = setup({
         description: 'Every process has exited.',
       },
       on: {
-        'agent.ensure': { actions: { type: 'refuse' }, description: 'Refused during shutdown.' },
-        'agent.reconnect': { actions: { type: 'refuse' }, description: 'Refused during shutdown.' },
+        'agent.ensure': {
+          actions: { type: 'refuseShuttingDown' },
+          description: 'Refused during shutdown.',
+        },
+        'agent.reconnect': {
+          actions: { type: 'refuseShuttingDown' },
+          description: 'Refused during shutdown.',
+        },
         'agent.stop': [
           {
             guard: { type: 'isUnknownAgent' },
-            actions: { type: 'refuse' },
+            actions: { type: 'refuseUnknownAgent' },
             description: 'No such agent.',
           },
           {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { AgentError, createSupervisor } from '../../index.js';
-import { eventually, fixtureSpec, isRunning, recordEvents, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
+import { agentState, eventually, fixtureSpec, isRunning, recordEvents, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
 
@@ -108,8 +108,10 @@ describe('connected → disconnected → reconnecting → connected', () => {
       lastError: { kind: 'agent_exited', message: 'Fixture exited unexpectedly', signal: 'SIGKILL', detail: expect.stringContaining('killed by SIGKILL') },
     });
     clock.increment(999);
-    expect(env.files.pidLines()).toHaveLength(1);
+    expect(agentState(env.supervisor, 'fixture'), 'nothing spawns before the backoff delay').toBe('reconnecting.waiting');
+    expect(env.supervisor.list()[0]!.pid).toBeNull();
     clock.increment(1);
+    expect(agentState(env.supervisor, 'fixture'), 'the delay elapsed: spawned at once').toBe('reconnecting.spawning');
     await waitForStatus(env.supervisor, 'fixture', 'connected');
     const second = await env.supervisor.ensureAgent('fixture');
     expect(second.pid).not.toBe(first.pid);

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { createSupervisor } from '../../index.js';
-import { eventually, fixtureAgentScript, fixtureSpec, isRunning, recordEvents, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
+import { agentState, eventually, fixtureAgentScript, fixtureSpec, isRunning, recordEvents, waitForAgentState, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
 
@@ -31,9 +31,13 @@ describe('stop()', () => {
     env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--linger']) } });
     const agent = await env.supervisor.ensureAgent('fixture');
     const stopped = env.supervisor.stop('fixture');
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // Only the clock moves the ladder on: until it does, the machine stays at the first rung.
+    await waitForAgentState(env.supervisor, 'fixture', 'stopping.closing');
     expect(isRunning(agent.pid)).toBe(true);
-    clock.increment(5_000);
+    clock.increment(4_999);
+    expect(agentState(env.supervisor, 'fixture')).toBe('stopping.closing');
+    clock.increment(1);
+    expect(agentState(env.supervisor, 'fixture')).toBe('stopping.terminating');
     await stopped;
     expect(isRunning(agent.pid)).toBe(false);
     expect(env.supervisor.getStatus('fixture')).toBe('idle');
@@ -61,13 +65,15 @@ describe('shutdown()', () => {
     const [agentPid, grandchildPid] = env.files.pidLines()[0]!;
     let finished = false;
     const done = env.supervisor.shutdown().then(() => (finished = true));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitForAgentState(env.supervisor, 'stubborn', 'stopping.closing');
     clock.increment(5_000); // SIGTERM: ignored
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(agentState(env.supervisor, 'stubborn')).toBe('stopping.terminating');
+    clock.increment(1_999); // no SIGKILL before killTimeoutMs
+    expect(agentState(env.supervisor, 'stubborn')).toBe('stopping.terminating');
     expect(finished).toBe(false);
     expect(isRunning(agentPid!)).toBe(true);
     expect(isRunning(grandchildPid!)).toBe(true);
-    clock.increment(2_000); // SIGKILL to the group
+    clock.increment(1); // SIGKILL to the group
     await done;
     expect(isRunning(agentPid!)).toBe(false);
     expect(isRunning(grandchildPid!)).toBe(false);

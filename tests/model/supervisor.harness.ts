@@ -7,7 +7,7 @@
 import { expect } from 'vitest';
 import { SimulatedClock, transition } from 'xstate';
 import { createSupervisor, type AgentStatus, type Supervisor } from '../../index.js';
-import { scratch } from '../support/real-agents.js';
+import { pendingTimers, scratch } from '../support/real-agents.js';
 import { type ModelCoverage, type ModelPath, type ModelSnapshot, type ModelStep } from './model-paths.js';
 import { ModelRun } from './model-run.js';
 import { dispose, recordTrace, ScriptedAgent, settle, track, within, type Call } from './sut.js';
@@ -153,8 +153,8 @@ export class SupervisorRun extends ModelRun {
     if (state.matches('stopped')) {
       expect(this.supervisor.actor.getSnapshot().status, 'supervisor actor').toBe('done');
       expect(statuses, 'every agent is idle').toEqual(modelAgents.map(() => 'idle'));
-      this.clock.increment(600_000); // a cancelled backoff must not spawn anything
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Every delay runs on the SimulatedClock: with none pending, no cancelled backoff can spawn anything later.
+      expect(pendingTimers(this.clock), 'timers left on the clock after shutdown').toBe(0);
       expect(this.agents.flatMap((agent) => agent.running()), 'no fixture process runs after shutdown').toEqual([]);
     } else {
       expect(this.supervisor.actor.getSnapshot().value, 'supervisor machine').toBe('running');
@@ -163,8 +163,9 @@ export class SupervisorRun extends ModelRun {
         starting: context.starting,
         reconnecting: context.reconnecting,
       });
-      const live = context.connected + context.starting + context.reconnecting;
-      expect(state.matches({ running: 'atLimit' }), 'at the limit').toBe(live === context.maxAgents);
+      // The model's atLimit against the real supervisor: live agents by their real statuses.
+      const live = statuses.filter((status) => status !== 'idle' && status !== 'disconnected').length;
+      expect(state.matches({ running: 'atLimit' }), `at the limit (${live} live of maxAgents ${modelMaxAgents})`).toBe(live === modelMaxAgents);
     }
     for (const agent of this.agents) {
       expect(agent.pids().length, `${agent.name}: processes started (nothing for a refused start)`).toBe(this.spawns.get(agent.name));

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'vitest';
+import type { SimulatedClock } from 'xstate';
 import type { AgentSpec, AgentStatus, Supervisor } from '../../index.js';
 
 export const fixtureAgentScript = fileURLToPath(new URL('../../build/test-fixtures/tests/fixtures/fixture-agent.js', import.meta.url));
@@ -69,6 +70,26 @@ export async function eventually(predicate: () => boolean, what: string, ms = 10
 /** Resolves when `agent` reaches `status` (now or later). */
 export function waitForStatus(supervisor: Supervisor, agent: string, status: AgentStatus, ms = 10_000): Promise<void> {
   return eventually(() => supervisor.getStatus(agent) === status, `${agent} to be ${status} (is ${supervisor.getStatus(agent)})`, ms);
+}
+
+/** The agent machine's state as a dotted path (`'stopping.closing'`), read from the real actor. */
+export function agentState(supervisor: Supervisor, agent: string): string {
+  const value = supervisor.actor.getSnapshot().children[agent]?.getSnapshot().value as unknown;
+  const path = (node: unknown): string[] => (typeof node === 'string' ? [node] : node && typeof node === 'object' ? Object.entries(node).flatMap(([key, child]) => [key, ...path(child)]) : []);
+  return path(value).join('.');
+}
+
+/** Resolves when the agent machine is in `state` (a dotted path), now or later. */
+export function waitForAgentState(supervisor: Supervisor, agent: string, state: string, ms = 10_000): Promise<void> {
+  return eventually(() => agentState(supervisor, agent) === state, `${agent} to be in ${state} (is ${agentState(supervisor, agent)})`, ms);
+}
+
+/**
+ * Timers still pending on a SimulatedClock. Every machine delay runs on it, so 0 means no
+ * backoff, timeout or ladder rung is left to fire, however far the clock is advanced.
+ */
+export function pendingTimers(clock: SimulatedClock): number {
+  return (clock as unknown as { timeouts: Map<unknown, unknown> }).timeouts.size;
 }
 
 /** Records every status and error event of a supervisor, in order. */
