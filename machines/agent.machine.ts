@@ -15,60 +15,15 @@
  */
 import { assign, enqueueActions, fromCallback, sendTo, setup, stopChild } from 'xstate';
 import type { InitializeResponse } from '../core/acp-types.js';
-import { failureMessage, failures, type AgentFailure, type CommandResult } from '../core/errors.js';
-import type {
-  AgentCommand,
-  AgentEmitted,
-  AgentMachineInput,
-  AgentProcessInput,
-  AgentReport,
-  AgentStatus,
-  CommandSettled,
-  ProcessCommand,
-  ProcessEvent,
-  RestartRequest,
-} from './agent-events.js';
-import { backoffDelay, jitterRoll, type RestartPolicy } from './policies/backoff.policy.js';
-import { isRetryable } from './policies/retry.policy.js';
-import type { SessionMachineInput, SessionOpenEvent } from './session-events.js';
+import { failures, type AgentFailure } from '../core/errors.js';
+import { exitFailure, sessionActorId, settle, willRetry, type AgentContext, type AgentEvent } from './agent-context.js';
+import type { AgentEmitted, AgentMachineInput, AgentProcessInput, AgentReport, AgentStatus, ProcessCommand, ProcessEvent } from './agent-events.js';
+import { handshakeTimeoutTransition, handshakeTransitions, joinStart, requestIdOf, stopTransition } from './agent-transitions.js';
+import { backoffDelay, jitterRoll } from './policies/backoff.policy.js';
+import type { SessionMachineInput } from './session-events.js';
 import { sessionMachine } from './session.machine.js';
 
-export interface AgentContext {
-  name: string;
-  displayName: string;
-  restart: RestartPolicy;
-  handshakeTimeoutMs: number;
-  shutdownTimeoutMs: number;
-  killTimeoutMs: number;
-  jitterSeed: number;
-  /** The top-level state, as the status string it reports. */
-  status: AgentStatus;
-  /** Automatic attempts made in the current streak of failures. */
-  attempt: number;
-  /** Whether a failure now may be retried in the background (see `canRetry`). */
-  autoRetry: boolean;
-  /** True from spawning the process actor until it is released. */
-  processRunning: boolean;
-  /** False once the ACP stream of the current process closed (its exit is on its way). */
-  connectionOpen: boolean;
-  pid: number | null;
-  /** The agent's `initialize` answer while connected. */
-  initialize: InitializeResponse | null;
-  lastError: AgentFailure | null;
-  /** Ids of the session children (actor id `session:<id>`). */
-  sessionIds: string[];
-  /** Callers waiting for a start (ensure, reconnect) to connect, fail or be stopped. */
-  startRequests: string[];
-  /** Callers waiting for a stop to reach idle. */
-  stopRequests: string[];
-}
-
-export type AgentEvent = AgentCommand | ProcessEvent | SessionOpenEvent | RestartRequest | { type: 'session.forget'; sessionId: string };
-
-type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
-
-/** The actor id of a session child. */
-export const sessionActorId = (sessionId: string) => `session:${sessionId}`;
+export { sessionActorId, type AgentContext, type AgentEvent };
 
 /** Placeholder for the process actor; the runtime provides the real one. */
 const processActorPlaceholder = fromCallback<ProcessCommand, AgentProcessInput, ProcessEvent>(() => {
@@ -385,117 +340,3 @@ export const agentMachine = setup({
     },
   },
 });
-
-/** The `requestId` a command carries, as an action's params. */
-function requestIdOf({ event }: { event: AgentEvent }): { requestId: string | undefined } {
-  return { requestId: 'requestId' in event ? event.requestId : undefined };
-}
-
-/** `stop` from a live state: into the ladder, answered once idle. */
-function stopTransition(description: string) {
-  return { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description } as const;
-}
-
-/** `ensure`/`reconnect` while a start is in flight: the caller joins it. */
-function joinStart(description: string) {
-  const join = { actions: { type: 'addStartRequest', params: requestIdOf }, description } as const;
-  return { ensure: join, reconnect: join };
-}
-
-/** The handshake, written once for `starting` and `reconnecting.spawning`. */
-function handshakeTransitions() {
-  return {
-    'process.spawned': { actions: { type: 'recordPid', params: ({ event }: { event: EventOf<'process.spawned'> }) => ({ pid: event.pid }) } },
-    'process.initialized': {
-      target: '#agent.connected',
-      actions: { type: 'recordConnection', params: ({ event }: { event: EventOf<'process.initialized'> }) => ({ initialize: event.initialize }) },
-      description: 'initialize answered.',
-    },
-    'process.failed': {
-      target: '#agent.disconnected',
-      actions: [
-        { type: 'recordFailure', params: ({ context, event }: { context: AgentContext; event: EventOf<'process.failed'> }) => ({ failure: processFailure(context, event) }) },
-        'releaseProcess',
-      ],
-      description: 'Spawn failed (not_installed, spawn_failed) or initialize was rejected (handshake_failed).',
-    },
-    'process.exited': {
-      target: '#agent.disconnected',
-      actions: [
-        { type: 'recordFailure', params: ({ context, event }: { context: AgentContext; event: EventOf<'process.exited'> }) => ({ failure: exitFailure('handshake_failed', context, event) }) },
-        'releaseProcess',
-      ],
-      description: 'The process exited before answering initialize.',
-    },
-  } as const;
-}
-
-function handshakeTimeoutTransition() {
-  return {
-    handshakeTimeout: {
-      target: '#agent.disconnected',
-      actions: [{ type: 'recordFailure', params: ({ context }: { context: AgentContext }) => ({ failure: handshakeTimeoutFailure(context) }) }, 'releaseProcess'],
-      description: 'initialize unanswered for handshakeTimeoutMs: kill the process group.',
-    },
-  } as const;
-}
-
-/** Emits `command.settled` for each request, and reports it to the parent. */
-function settle(
-  enqueue: { emit(event: AgentEmitted): void; sendParent(event: AgentReport): void },
-  context: AgentContext,
-  self: { _parent?: unknown },
-  requestIds: readonly string[],
-  result: CommandResult,
-): void {
-  for (const requestId of requestIds) {
-    const settled: CommandSettled = { type: 'command.settled', agent: context.name, requestId, result };
-    enqueue.emit(settled);
-    if (self._parent) enqueue.sendParent({ type: 'agent.settled', settled });
-  }
-}
-
-/** A loss or a failed automatic attempt may be retried: attempts left and a retryable error. */
-function willRetry(context: AgentContext): boolean {
-  return (
-    context.autoRetry &&
-    context.attempt < context.restart.maxAttempts &&
-    context.lastError !== null &&
-    isRetryable(context.lastError.kind)
-  );
-}
-
-function processFailure(context: AgentContext, event: EventOf<'process.failed'>): AgentFailure {
-  return {
-    kind: event.kind,
-    message: failureMessage(event.kind, context.displayName),
-    detail: event.detail,
-    stderr: event.stderr,
-    exitCode: event.exitCode ?? null,
-    signal: event.signal ?? null,
-    ...(event.command !== undefined ? { command: event.command } : {}),
-    ...(event.installHint !== undefined ? { installHint: event.installHint } : {}),
-  };
-}
-
-function handshakeTimeoutFailure(context: AgentContext): AgentFailure {
-  return {
-    kind: 'handshake_timeout',
-    message: failureMessage('handshake_timeout', context.displayName),
-    detail: `no answer to initialize within ${context.handshakeTimeoutMs} ms`,
-    stderr: [],
-  };
-}
-
-/** The failure recorded when the process exits; `kind` says in which phase it happened. */
-function exitFailure(kind: 'handshake_failed' | 'agent_exited', context: AgentContext, exit: EventOf<'process.exited'>): AgentFailure {
-  const how = exit.reason === 'stream_closed' ? 'its ACP stream closed' : exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.exitCode ?? 'unknown'}`;
-  return {
-    kind,
-    message: failureMessage(kind, context.displayName),
-    detail: `${context.displayName} process ended (${how})`,
-    stderr: exit.stderr,
-    exitCode: exit.exitCode,
-    signal: exit.signal,
-  };
-}
