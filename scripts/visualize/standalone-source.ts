@@ -41,6 +41,7 @@ class Code {
 const code = (text: string): Code => new Code(text);
 
 const quote = (s: string): string =>
+  // eslint-disable-next-line no-control-regex -- escaping control characters in a string literal is the point
   `'${s.replace(/[\\'\u2028\u2029\u0000-\u001f]/g, (c) => {
     const named: Record<string, string> = { '\\': '\\\\', "'": "\\'", '\n': '\\n', '\r': '\\r', '\t': '\\t' };
     return named[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;

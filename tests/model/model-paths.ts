@@ -4,10 +4,10 @@
  * trace a step must produce (read from the model's `emits` actions), and the coverage
  * of the model's states and transitions reached by the steps that actually passed.
  */
-import { transition, type AnyStateMachine, type AnyStateNode, type AnyTransitionDefinition, type EventObject, type MachineSnapshot } from 'xstate';
+import { transition, type AnyMachineSnapshot, type AnyStateMachine, type AnyStateNode, type AnyTransitionDefinition, type EventObject } from 'xstate';
 import { getStateNodes, type TestModel } from 'xstate/graph';
 
-export type ModelSnapshot = MachineSnapshot<any, any, any, any, any, any, any, any>;
+export type ModelSnapshot = AnyMachineSnapshot;
 export interface ModelStep {
   state: ModelSnapshot;
   event: EventObject;

@@ -59,7 +59,7 @@ export function itWalksPath(name: string, model: AnyTestModel, path: ModelPath, 
   it.concurrent(name, { timeout: 120_000 }, () =>
     concurrently(async () => {
       const run = newRun();
-      let leaked: number[] = [];
+      let leaked: number[];
       try {
         await run.start();
         await model.testPath(path, run.params() as Parameters<AnyTestModel['testPath']>[1]);
