@@ -175,7 +175,9 @@ export const agentMachine = setup({
   states: {
     idle: {
       description: 'No process, a clean slate (no error, attempt 0). Waits for ensureAgent().',
-      entry: [{ type: 'reportStatus', params: { status: 'idle' } }, 'forgetFailures', 'settleStops'],
+      // Stops are answered before the status goes out: the idle report may be what lets a
+      // shutting-down supervisor reach its final state, after which it relays nothing.
+      entry: ['settleStops', { type: 'reportStatus', params: { status: 'idle' } }, 'forgetFailures'],
       always: {
         guard: 'hasStartRequests',
         target: 'starting',

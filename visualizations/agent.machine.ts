@@ -67,7 +67,7 @@ export const agentMachine = setup({
   states: {
     idle: {
       description: 'No process, a clean slate (no error, attempt 0). Waits for ensureAgent().',
-      entry: [{ type: 'reportStatus', params: { status: 'idle' } }, 'forgetFailures', 'settleStops'],
+      entry: ['settleStops', { type: 'reportStatus', params: { status: 'idle' } }, 'forgetFailures'],
       always: {
         guard: 'hasStartRequests',
         target: 'starting',

@@ -79,6 +79,13 @@ export function agentState(supervisor: Supervisor, agent: string): string {
   return path(value).join('.');
 }
 
+/** The snapshot of a session's machine (a child of its agent's actor), while it runs. */
+export function sessionSnapshot(supervisor: Supervisor, session: { agent: string; id: string }) {
+  const agent = supervisor.actor.getSnapshot().children[session.agent];
+  const child = agent?.getSnapshot().children[`session:${session.id}`] as { getSnapshot(): { context: { pendingPermissions: string[] }; matches(state: string): boolean } } | undefined;
+  return child?.getSnapshot();
+}
+
 /** Resolves when the agent machine is in `state` (a dotted path), now or later. */
 export function waitForAgentState(supervisor: Supervisor, agent: string, state: string, ms = 10_000): Promise<void> {
   return eventually(() => agentState(supervisor, agent) === state, `${agent} to be in ${state} (is ${agentState(supervisor, agent)})`, ms);
