@@ -1,7 +1,8 @@
 /**
  * What the benchmarks' costs are made of — not a benchmark (it prints no ratio); the
- * numbers behind docs/performance.md. Run: `npm run -s build && npx tsx bench/breakdown.ts`
- * (about a minute). Every figure is a median over a few sequential repetitions.
+ * numbers behind docs/performance.md. Run: `npm run -s build && npm run -s build:fixtures
+ * && npx tsx bench/breakdown.ts` (about a minute). Every figure is a median over a few
+ * sequential repetitions.
  *
  * 1. Start-up: spawning bare node, node + the ACP SDK import, the echo agent up to its
  *    `initialize` answer, with and without NODE_EXTRA_CA_CERTS; the same through agentvisor;

@@ -17,7 +17,7 @@ import { isRunning, ownCpuMs } from './lib/processes.js';
 import { finish, headline, leakCheck, sampleDetails } from './lib/report.js';
 import { startRawAgent, stopRawAgent, type RawAgent } from './lib/raw-agent.js';
 import { defaultContext, type BenchContext, type BenchResult } from './lib/results.js';
-import { interleave, median, now, round, settledHeapUsed, type Sample } from './lib/stats.js';
+import { interleave, median, now, round, settledHeapUsed, type Phase, type Sample } from './lib/stats.js';
 
 export interface FanOutSize {
   agents: number;
@@ -27,73 +27,82 @@ export interface FanOutSize {
   warmupAgents: number;
 }
 
-export const defaultSize: FanOutSize = { agents: 100, rounds: 2, warmup: 1, warmupAgents: 10 };
+export const defaultSize: FanOutSize = { agents: 50, rounds: 5, warmup: 1, warmupAgents: 10 };
 export const smokeSize: FanOutSize = { agents: 3, rounds: 1, warmup: 0, warmupAgents: 0 };
 export const goalRatio = 1.1;
 export const goalHeapPerAgentKB = 64;
+
+/** One side's fleet of connected agents, as `measure` needs it. */
+interface Fleet {
+  pids: number[];
+  /** How long the synchronous loop that starts the agents took (before any is connected). */
+  spawnLoopMs: number;
+  stop(): Promise<void>;
+}
 
 export async function fanOutBench(size: FanOutSize = defaultSize, ctx: BenchContext = defaultContext()): Promise<BenchResult> {
   const pids: number[] = [];
   let stillRunningAfterShutdown = 0;
   const echo: AgentSpec = { command: process.execPath, args: [echoAgentScript], displayName: 'Echo' };
 
-  const baselineRound = async (n: number): Promise<Sample> => {
+  /**
+   * One round of either side, with the same marks: `connect(n)` until all n are connected,
+   * then the fleet's `stop()`; the heap after forced GC before the first spawn and with all n
+   * connected (outside both timed spans), and the parent's CPU over both spans.
+   */
+  const measure = async (n: number, connect: (n: number) => Promise<Fleet>): Promise<Sample> => {
     const heapBefore = await settledHeapUsed();
-    const cpu = ownCpuMs();
+    const cpuAtStart = ownCpuMs();
     const start = now();
-    const starting = Array.from({ length: n }, () => startRawAgent(echoAgentScript));
-    const spawnLoopMs = now() - start;
-    const agents: RawAgent[] = await Promise.all(starting);
-    const connected = now();
-    for (const agent of agents) pids.push(agent.pid);
-    const cpuConnect = ownCpuMs() - cpu;
+    const fleet = await connect(n);
+    const connectMs = now() - start;
+    pids.push(...fleet.pids);
+    const connectCpuMs = ownCpuMs() - cpuAtStart;
     const heapAfter = await settledHeapUsed();
-    const cpuStop = ownCpuMs();
+    const cpuAtStop = ownCpuMs();
     const stopStart = now();
-    await Promise.all(agents.map((agent) => stopRawAgent(agent)));
-    const end = now();
-    stillRunningAfterShutdown += agents.filter((agent) => isRunning(agent.pid)).length;
-    return roundSample(n, { start, connected, stopStart, end, spawnLoopMs, heapBefore, heapAfter, cpuConnect, cpuStop });
+    await fleet.stop();
+    const shutdownMs = now() - stopStart;
+    const cpuMs = connectCpuMs + ownCpuMs() - cpuAtStop;
+    stillRunningAfterShutdown += fleet.pids.filter(isRunning).length;
+    return {
+      value: connectMs + shutdownMs,
+      extra: { connectMs, spawnLoopMs: fleet.spawnLoopMs, shutdownMs, heapPerAgentKB: (heapAfter - heapBefore) / n / 1024, parentCpuMsPerAgent: cpuMs / n },
+    };
   };
 
-  const agentvisorRound = async (n: number): Promise<Sample> => {
-    const heapBefore = await settledHeapUsed();
-    const cpu = ownCpuMs();
-    const start = now();
+  const raw = async (n: number): Promise<Fleet> => {
+    const loopStart = now();
+    const starting = Array.from({ length: n }, () => startRawAgent(echoAgentScript));
+    const spawnLoopMs = now() - loopStart;
+    const agents: RawAgent[] = await Promise.all(starting);
+    return {
+      pids: agents.map((agent) => agent.pid),
+      spawnLoopMs,
+      stop: async () => {
+        await Promise.all(agents.map((agent) => stopRawAgent(agent)));
+      },
+    };
+  };
+
+  const withAgentvisor = async (n: number): Promise<Fleet> => {
     const names = Array.from({ length: n }, (_, i) => `echo-${i}`);
     const supervisor = agentvisor.createSupervisor({ agents: Object.fromEntries(names.map((name) => [name, echo])), maxAgents: n });
-    let handles: AgentHandle[];
-    let spawnLoopMs = 0;
-    try {
-      const loopStart = now();
-      const starting = names.map((name) => supervisor.ensureAgent(name));
-      spawnLoopMs = now() - loopStart;
-      handles = await Promise.all(starting);
-    } catch (error) {
+    const loopStart = now();
+    const starting = names.map((name) => supervisor.ensureAgent(name));
+    const spawnLoopMs = now() - loopStart;
+    const handles: AgentHandle[] = await Promise.all(starting).catch(async (error: unknown) => {
       await supervisor.shutdown();
       throw error;
-    }
-    const connected = now();
-    for (const handle of handles) pids.push(handle.pid);
-    const cpuConnect = ownCpuMs() - cpu;
-    const heapAfter = await settledHeapUsed();
-    const cpuStop = ownCpuMs();
-    const stopStart = now();
-    await supervisor.shutdown();
-    const end = now();
-    stillRunningAfterShutdown += handles.filter((handle) => isRunning(handle.pid)).length;
-    return roundSample(n, { start, connected, stopStart, end, spawnLoopMs, heapBefore, heapAfter, cpuConnect, cpuStop });
+    });
+    return { pids: handles.map((handle) => handle.pid), spawnLoopMs, stop: () => supervisor.shutdown() };
   };
 
-  for (let i = 0; i < size.warmup; i++) {
-    await baselineRound(size.warmupAgents);
-    await agentvisorRound(size.warmupAgents);
-  }
+  const agentsIn = (phase: Phase) => (phase === 'warmup' ? size.warmupAgents : size.agents);
   const samples = await interleave({
-    warmup: 0,
-    rounds: size.rounds,
-    baseline: () => baselineRound(size.agents),
-    agentvisor: () => agentvisorRound(size.agents),
+    ...size,
+    baseline: (phase) => measure(agentsIn(phase), raw),
+    agentvisor: (phase) => measure(agentsIn(phase), withAgentvisor),
     onRound: (i, a, b) =>
       ctx.log(
         `  fan-out round ${i}/${size.rounds} (${size.agents} agents): raw ${a.value.toFixed(0)} ms, agentvisor ${b.value.toFixed(0)} ms; ` +
@@ -126,21 +135,4 @@ export async function fanOutBench(size: FanOutSize = defaultSize, ctx: BenchCont
       processes: { spawned: leaks.checked, runningRightAfterShutdown: stillRunningAfterShutdown, leftover: leaks.leftover.length },
     },
   });
-}
-
-/** One fan-out round's sample, from the marks both sides take at the same points. */
-function roundSample(
-  n: number,
-  marks: { start: number; connected: number; stopStart: number; end: number; spawnLoopMs: number; heapBefore: number; heapAfter: number; cpuConnect: number; cpuStop: number },
-): Sample {
-  return {
-    value: marks.connected - marks.start + (marks.end - marks.stopStart),
-    extra: {
-      connectMs: marks.connected - marks.start,
-      spawnLoopMs: marks.spawnLoopMs,
-      shutdownMs: marks.end - marks.stopStart,
-      heapPerAgentKB: (marks.heapAfter - marks.heapBefore) / n / 1024,
-      parentCpuMsPerAgent: (marks.cpuConnect + ownCpuMs() - marks.cpuStop) / n,
-    },
-  };
 }

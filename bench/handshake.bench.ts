@@ -53,8 +53,7 @@ export async function handshakeBench(size: HandshakeSize = defaultSize, ctx: Ben
   let samples;
   try {
     samples = await interleave({
-      warmup: size.warmup,
-      rounds: size.rounds,
+      ...size,
       baseline,
       agentvisor: withAgentvisor,
       onRound: (i, a, b) => ctx.log(`  handshake round ${i}/${size.rounds}: raw ${a.value.toFixed(1)} ms, agentvisor ${b.value.toFixed(1)} ms`),

@@ -3,27 +3,32 @@
  * groups, from outside); each is restarted after the backoff (initialDelayMs, default 50 ms)
  * until all are connected again. Timed from the kill to the last reconnection.
  *
- * Three fleets stay up for the whole benchmark and take turns, a storm each per round:
+ * Three fleets stay up for the whole benchmark and take turns, a storm each per round, in
+ * order and in reverse by turns (raw first, then raw last, ...: see `rotate` in lib/stats.ts),
+ * so that each fleet storms first as often as the one it is compared with:
  * - raw: execa + SDK with a hand-written restart (exit → setTimeout(initialDelayMs) → spawn
  *   + initialize), no jitter;
  * - agentvisor with `restart.jitter` 0;
  * - agentvisor with `restart.jitter` = size.jitter (default 1: each delay is drawn from
  *   (0, initialDelayMs]).
- * The fleets live in lib/storm-fleets.ts. Spawn times are taken in the parent: for agentvisor, the moment an agent actor enters
- * `reconnecting.spawning` (its process is spawned on entry); for raw, just before execa.
- * They are counted in `bucketMs` buckets from the kill.
+ * The fleets live in lib/storm-fleets.ts. Spawn times are taken in the parent: for
+ * agentvisor, the moment an agent actor enters `reconnecting.spawning` (its process is
+ * spawned on entry); for raw, just before execa. They are counted in `bucketMs` buckets
+ * from the kill.
  *
- * Besides spawns, each storm records when each death was noticed (raw: execa's exit;
- * agentvisor: status `disconnected`) and when each restart fell due (the moment its backoff
- * timer was set plus its delay; for agentvisor read through the `clock` option).
+ * Besides spawns, each storm records when each death was noticed (raw: the child's `exit`
+ * event, which is what agentvisor's process service listens for; agentvisor: status
+ * `disconnected`, reported once that service has also reaped the group and given the pipes
+ * up to 200 ms to drain) and when each restart fell due (the moment its backoff timer was
+ * set plus its delay; for agentvisor read through the `clock` option).
  *
  * The headline ratio is agentvisor (jitter 0) / raw recovery time. Goals: every agent of
  * every fleet connected again after every storm, and jitter spreads the restarts' backoff
  * delays over the window (jitter 0: all equal). Bursts are reported per 10 ms bucket —
  * deaths noticed, restarts falling due, spawns made — with and without jitter, but not
- * judged: on a 2-core machine the parent notices 50 deaths over 100-900 ms, more than the
- * 50 ms jitter window, and each spawn call blocks it until the child has exec'd, so spawns
- * cannot burst either way (see docs/performance.md).
+ * judged: how bunched the deaths are noticed varies from storm to storm, and each spawn
+ * call blocks the parent until the child has exec'd, so on a 2-core machine spawns cannot
+ * burst either way (see docs/performance.md).
  *
  * `restart.stableAfterMs` is set short so that each storm starts again at the first backoff
  * step (the benchmark waits it out between storms).
@@ -34,45 +39,53 @@ import { join } from 'node:path';
 import { readPidFile } from './lib/processes.js';
 import { finish, leakCheck } from './lib/report.js';
 import { defaultContext, type BenchContext, type BenchResult } from './lib/results.js';
-import { median, round, sleep, spread } from './lib/stats.js';
+import { median, rotate, round, sleep, spread } from './lib/stats.js';
 import { agentvisorFleet, histogram, quartiles, rawFleet, sparse, type Fleet, type StormRecord } from './lib/storm-fleets.js';
 
 export interface RestartStormSize {
   agents: number;
-  /** Storms per fleet (rounds). */
+  /** Storms per fleet (rounds; even, so that every fleet storms first as often as last). */
   storms: number;
   initialDelayMs: number;
   jitter: number;
   bucketMs: number;
 }
 
-export const defaultSize: RestartStormSize = { agents: 50, storms: 1, initialDelayMs: 50, jitter: 1, bucketMs: 10 };
-export const smokeSize: RestartStormSize = { agents: 2, storms: 1, initialDelayMs: 50, jitter: 1, bucketMs: 10 };
+export const defaultSize: RestartStormSize = { agents: 50, storms: 2, initialDelayMs: 50, jitter: 1, bucketMs: 10 };
+export const smokeSize: RestartStormSize = { agents: 2, storms: 2, initialDelayMs: 50, jitter: 1, bucketMs: 10 };
 
 const stableAfterMs = 100;
 
 export async function restartStormBench(size: RestartStormSize = defaultSize, ctx: BenchContext = defaultContext()): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'agentvisor-bench-'));
   const fleets: Fleet[] = [];
-  const records: Record<string, StormRecord[]> = {};
+  let records: Record<string, StormRecord[]>;
   const pidFiles = ['raw', 'jitter0', 'jitter'].map((name) => join(dir, `${name}.pids`));
-  let spawned: number[] = [];
+  let spawned: number[];
   try {
     const options = { ...size, stableAfterMs };
     fleets.push(await rawFleet(options, pidFiles[0]!));
     fleets.push(await agentvisorFleet(options, 0, pidFiles[1]!));
     fleets.push(await agentvisorFleet(options, size.jitter, pidFiles[2]!));
-    for (const fleet of fleets) records[fleet.label] = [];
-    for (let i = 0; i < size.storms; i++) {
-      // Rotate the order so no fleet always storms right after another one's.
-      const order = fleets.map((_, k) => fleets[(k + i) % fleets.length]!);
-      for (const fleet of order) {
-        const record = await fleet.storm();
-        records[fleet.label]!.push(record);
-        ctx.log(`  restart storm ${i + 1}/${size.storms} ${fleet.label}: all ${size.agents} back in ${record.recoveryMs.toFixed(0)} ms; max per ${size.bucketMs} ms: ${record.maxExitPerBucket} deaths noticed, ${record.maxDuePerBucket} restarts due, ${record.maxPerBucket} spawned, spawns over ${record.spawnSpanMs.toFixed(0)} ms`);
-        await sleep(stableAfterMs + 50);
-      }
-    }
+    records = await rotate({
+      warmup: 0,
+      rounds: size.storms,
+      sides: Object.fromEntries(
+        fleets.map((fleet) => [
+          fleet.label,
+          async () => {
+            const record = await fleet.storm();
+            await sleep(stableAfterMs + 50);
+            return record;
+          },
+        ]),
+      ),
+      onRound: (i, round) => {
+        for (const [label, record] of Object.entries(round)) {
+          ctx.log(`  restart storm ${i}/${size.storms} ${label}: all ${size.agents} back in ${record.recoveryMs.toFixed(0)} ms; max per ${size.bucketMs} ms: ${record.maxExitPerBucket} deaths noticed, ${record.maxDuePerBucket} restarts due, ${record.maxPerBucket} spawned, spawns over ${record.spawnSpanMs.toFixed(0)} ms`);
+        }
+      },
+    });
   } finally {
     for (const fleet of fleets) await fleet.close();
     spawned = pidFiles.flatMap(readPidFile);

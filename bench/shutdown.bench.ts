@@ -5,45 +5,66 @@
  * by hand for every agent in parallel (close stdin → wait shutdownTimeoutMs → SIGTERM the
  * group → wait killTimeoutMs → SIGKILL the group).
  *
- * The start-up of the fleet is not timed. Goals: every process gone when `shutdown()`
- * resolves, and time ≤ shutdownTimeoutMs + killTimeoutMs + 250 ms.
+ * The start-up of the fleet is not timed. A warm-up round of `warmupAgents` per side, then
+ * `rounds` measured ones, sides in alternating order (A B, B A, ...). Goals: every process
+ * gone when `shutdown()` resolves, and time ≤ shutdownTimeoutMs + killTimeoutMs + 250 ms.
  *
  * Phases, in ms from the start of the shutdown: when the last SIGTERM and the last SIGKILL
  * went out (agentvisor: an agent actor entering `stopping.terminating` / `stopping.killing`),
- * when the last well-behaved agent was gone, and when the last one was. What follows the
- * last SIGKILL is the kernel tearing the processes down and the parent noticing.
+ * when the last well-behaved agent was gone (raw: its `exit` event; agentvisor: its actor
+ * back in `idle`), and when the last one was. What follows the last SIGKILL is the kernel
+ * tearing the processes down and the parent noticing.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { watchAgentStates } from './lib/agent-states.js';
 import { agentvisor, fixtureAgentScript, type AgentSpec } from './lib/agentvisor.js';
 import { isRunning, readPidFile } from './lib/processes.js';
 import { finish, headline, leakCheck, sampleDetails } from './lib/report.js';
 import { startRawAgent, stopRawAgent } from './lib/raw-agent.js';
 import { defaultContext, type BenchContext, type BenchResult } from './lib/results.js';
-import { interleave, now, type Sample } from './lib/stats.js';
+import { interleave, now, type Phase, type Sample } from './lib/stats.js';
 
 export interface ShutdownSize {
   agents: number;
-  /** How many of them ignore SIGTERM. */
+  /** How many of them ignore SIGTERM (of the warm-up's agents too). */
   stubborn: number;
   rounds: number;
+  /** Unmeasured rounds first, with `warmupAgents` agents. */
+  warmup: number;
+  warmupAgents: number;
   shutdownTimeoutMs: number;
   killTimeoutMs: number;
 }
 
-export const defaultSize: ShutdownSize = { agents: 100, stubborn: 10, rounds: 2, shutdownTimeoutMs: 500, killTimeoutMs: 500 };
-export const smokeSize: ShutdownSize = { agents: 3, stubborn: 1, rounds: 1, shutdownTimeoutMs: 200, killTimeoutMs: 200 };
+export const defaultSize: ShutdownSize = { agents: 50, stubborn: 5, rounds: 5, warmup: 1, warmupAgents: 10, shutdownTimeoutMs: 500, killTimeoutMs: 500 };
+export const smokeSize: ShutdownSize = { agents: 3, stubborn: 1, rounds: 1, warmup: 0, warmupAgents: 0, shutdownTimeoutMs: 200, killTimeoutMs: 200 };
 export const slackMs = 250;
 
-type AgentRef = { subscribe(listener: (snapshot: { value: unknown }) => void): { unsubscribe(): void } };
-
-/** The latest time (ms since the start) each phase was reached. */
+/** The latest time (ms since `begin()`) each phase was reached. */
 class Phases {
   private readonly last = new Map<string, number>();
+  private start = 0;
 
-  mark(phase: string, start: number): void {
-    this.last.set(phase, now() - start);
+  /** Agents 0 .. stubborn - 1 are the ones that ignore SIGTERM. */
+  constructor(private readonly stubborn: number) {}
+
+  begin(): void {
+    this.start = now();
+  }
+
+  elapsed(): number {
+    return now() - this.start;
+  }
+
+  mark(phase: string): void {
+    this.last.set(phase, this.elapsed());
+  }
+
+  /** Marks agent `i` gone, as one of the stubborn ones or of the well-behaved ones. */
+  gone(i: number): void {
+    this.mark(i < this.stubborn ? 'stubbornGone' : 'wellBehavedGone');
   }
 
   extra(totalMs: number): Record<string, number> {
@@ -62,57 +83,59 @@ export async function shutdownBench(size: ShutdownSize = defaultSize, ctx: Bench
   const pidFile = join(dir, 'pids.txt');
   const timeouts = { shutdownTimeoutMs: size.shutdownTimeoutMs, killTimeoutMs: size.killTimeoutMs };
   const flagsOf = (i: number) => (i < size.stubborn ? ['--ignore-sigterm', '--pid-file', pidFile] : ['--pid-file', pidFile]);
+  const agentsIn = (phase: Phase) => (phase === 'warmup' ? size.warmupAgents : size.agents);
   let runningAfterShutdown = 0;
 
-  const baseline = async (): Promise<Sample> => {
-    const agents = await Promise.all(Array.from({ length: size.agents }, (_, i) => startRawAgent(fixtureAgentScript, flagsOf(i))));
-    const phases = new Phases();
-    const start = now();
-    await Promise.all(
-      agents.map((agent, i) =>
-        stopRawAgent(agent, timeouts, (rung) => phases.mark(rung, start)).then(() => phases.mark(i < size.stubborn ? 'stubbornGone' : 'wellBehavedGone', start)),
-      ),
-    );
-    const end = now();
-    runningAfterShutdown += agents.filter((agent) => isRunning(agent.pid)).length;
-    return { value: end - start, extra: phases.extra(end - start) };
+  /** Both sides' timed part: `stop()` from the call until it resolves, then who still runs. */
+  const timed = async (phases: Phases, pids: readonly number[], stop: () => Promise<void>): Promise<Sample> => {
+    phases.begin();
+    await stop();
+    const totalMs = phases.elapsed();
+    runningAfterShutdown += pids.filter(isRunning).length;
+    return { value: totalMs, extra: phases.extra(totalMs) };
   };
 
-  const withAgentvisor = async (): Promise<Sample> => {
+  const baseline = async (phase: Phase): Promise<Sample> => {
+    const agents = await Promise.all(Array.from({ length: agentsIn(phase) }, (_, i) => startRawAgent(fixtureAgentScript, flagsOf(i))));
+    const phases = new Phases(size.stubborn);
+    return timed(
+      phases,
+      agents.map((agent) => agent.pid),
+      async () => {
+        await Promise.all(agents.map((agent, i) => stopRawAgent(agent, timeouts, (rung) => phases.mark(rung)).then(() => phases.gone(i))));
+      },
+    );
+  };
+
+  const withAgentvisor = async (phase: Phase): Promise<Sample> => {
     const agents: Record<string, AgentSpec> = {};
-    for (let i = 0; i < size.agents; i++) agents[`fixture-${i}`] = { command: process.execPath, args: [fixtureAgentScript, ...flagsOf(i)], displayName: 'Fixture' };
-    const supervisor = agentvisor.createSupervisor({ agents, maxAgents: size.agents, ...timeouts });
+    for (let i = 0; i < agentsIn(phase); i++) agents[`fixture-${i}`] = { command: process.execPath, args: [fixtureAgentScript, ...flagsOf(i)], displayName: 'Fixture' };
+    const supervisor = agentvisor.createSupervisor({ agents, maxAgents: agentsIn(phase), ...timeouts });
     const handles = await Promise.all(Object.keys(agents).map((name) => supervisor.ensureAgent(name))).catch(async (error: unknown) => {
       await supervisor.shutdown();
       throw error;
     });
     // The ladder's rungs as the agent actors enter them, and each agent's way to idle.
-    const phases = new Phases();
-    let start = 0;
-    const names = Object.keys(agents);
-    const subscriptions = names.map((name, i) => {
-      const child = supervisor.actor.getSnapshot().children[name] as unknown as AgentRef;
-      return child.subscribe((snapshot) => {
-        const value = snapshot.value as Record<string, unknown> | string;
-        if (typeof value === 'object' && value['stopping'] === 'terminating') phases.mark('SIGTERM', start);
-        else if (typeof value === 'object' && value['stopping'] === 'killing') phases.mark('SIGKILL', start);
-        else if (value === 'idle') phases.mark(i < size.stubborn ? 'stubbornGone' : 'wellBehavedGone', start);
-      });
+    const phases = new Phases(size.stubborn);
+    const unwatch = watchAgentStates(supervisor, Object.keys(agents), (i, state) => {
+      if (state === 'stopping.terminating') phases.mark('SIGTERM');
+      else if (state === 'stopping.killing') phases.mark('SIGKILL');
+      else if (state === 'idle') phases.gone(i);
     });
-    start = now();
-    await supervisor.shutdown();
-    const end = now();
-    for (const subscription of subscriptions) subscription.unsubscribe();
-    runningAfterShutdown += handles.filter((handle) => isRunning(handle.pid)).length;
-    return { value: end - start, extra: phases.extra(end - start) };
+    const sample = await timed(
+      phases,
+      handles.map((handle) => handle.pid),
+      () => supervisor.shutdown(),
+    );
+    unwatch();
+    return sample;
   };
 
   let samples;
-  let spawned: number[] = [];
+  let spawned: number[];
   try {
     samples = await interleave({
-      warmup: 0,
-      rounds: size.rounds,
+      ...size,
       baseline,
       agentvisor: withAgentvisor,
       onRound: (i, a, b) => ctx.log(`  shutdown round ${i}/${size.rounds} (${size.agents} agents, ${size.stubborn} stubborn): raw ${a.value.toFixed(0)} ms, agentvisor ${b.value.toFixed(0)} ms`),
@@ -127,7 +150,7 @@ export async function shutdownBench(size: ShutdownSize = defaultSize, ctx: Bench
   const worstAgentvisor = Math.max(...samples.agentvisor.map((s) => s.value));
   const checks = {
     withinBound: av <= boundMs,
-    allGone: runningAfterShutdown === 0 && leaks.leftover.length === 0 && spawned.length === size.agents * size.rounds * 2,
+    allGone: runningAfterShutdown === 0 && leaks.leftover.length === 0 && spawned.length === (size.agents * size.rounds + size.warmupAgents * size.warmup) * 2,
   };
   return finish(ctx, {
     benchmark: 'shutdown',

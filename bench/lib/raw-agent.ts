@@ -2,7 +2,8 @@
  * The raw baseline: the same work as agentvisor does, written directly with execa and
  * `@agentclientprotocol/sdk` — no agentvisor, no XState. Spawn in a new process group,
  * connect the SDK client over the child's stdio, `initialize`, and stop with the same
- * ladder (close stdin → SIGTERM the group → SIGKILL the group).
+ * ladder (close stdin → SIGTERM the group → SIGKILL the group). An exit counts from the
+ * child's `exit` event, the signal agentvisor acts on, so both sides notice deaths alike.
  *
  * stdio: stdin/stdout piped for ACP; stderr ignored (agentvisor pipes and keeps a tail of
  * it; the baseline is the minimal correct consumer, so any cost of that shows as overhead).
@@ -18,7 +19,7 @@ export interface RawAgent {
   stdin: Writable;
   connection: ClientConnection;
   initialize: InitializeResponse;
-  /** Resolves when the child has exited (never rejects). */
+  /** Resolves on the child's `exit` event (never rejects; its pipes may still be closing). */
   exited: Promise<void>;
   isRunning(): boolean;
   /** Phase timestamps (performance.now() ms) of this start. */
@@ -51,14 +52,14 @@ export async function startRawAgent(script: string, args: readonly string[] = []
   child.stdout.on('error', () => {});
   const spawned = now();
   let running = true;
-  const exited = child.then(
-    () => {
+  // The 'exit' event, as agentvisor's process service notices exits, not execa's promise,
+  // which settles only once every stdio pipe has closed as well.
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => {
       running = false;
-    },
-    () => {
-      running = false;
-    },
-  );
+      resolve();
+    });
+  });
   const app = client({ name: 'raw-baseline' });
   options.configure?.(app);
   const connection = app.connect(

@@ -59,11 +59,14 @@ export interface Sample {
   extra?: Record<string, number>;
 }
 
+/** Whether a side runs as part of the unmeasured warm-up or as a measured round. */
+export type Phase = 'warmup' | 'measured';
+
 export interface InterleavedOptions {
   warmup: number;
   rounds: number;
-  baseline: () => Promise<Sample>;
-  agentvisor: () => Promise<Sample>;
+  baseline: (phase: Phase) => Promise<Sample>;
+  agentvisor: (phase: Phase) => Promise<Sample>;
   /** Called after every measured round (progress output). */
   onRound?: (round: number, baseline: Sample, agentvisor: Sample) => void;
 }
@@ -88,26 +91,28 @@ export async function interleave(options: InterleavedOptions): Promise<Interleav
   return { baseline: samples['baseline']!, agentvisor: samples['agentvisor']! };
 }
 
-export interface RotateOptions {
+export interface RotateOptions<T> {
   warmup: number;
   rounds: number;
-  sides: Record<string, () => Promise<Sample>>;
-  onRound?: (round: number, samples: Record<string, Sample>) => void;
+  /** Each side's round; told whether it is a warm-up (which may be smaller) or measured. */
+  sides: Record<string, (phase: Phase) => Promise<T>>;
+  onRound?: (round: number, results: Record<string, T>) => void;
 }
 
 /**
- * `interleave` for any number of sides: round i starts with side i mod n and goes on in
- * order (A B C, B C A, C A B, ...). Warm-up rounds run every side once, unmeasured.
+ * `interleave` for any number of sides and any kind of result: the rounds run the sides
+ * in order and in reverse by turns (A B C, C B A, A B C, ...), so that within every pair
+ * of sides each one goes first in half the rounds (of an even count). Warm-up rounds run
+ * every side once, unmeasured.
  */
-export async function rotate(options: RotateOptions): Promise<Record<string, Sample[]>> {
+export async function rotate<T>(options: RotateOptions<T>): Promise<Record<string, T[]>> {
   const names = Object.keys(options.sides);
-  for (let i = 0; i < options.warmup; i++) for (const name of names) await options.sides[name]!();
-  const result: Record<string, Sample[]> = Object.fromEntries(names.map((name) => [name, []]));
+  for (let i = 0; i < options.warmup; i++) for (const name of names) await options.sides[name]!('warmup');
+  const result: Record<string, T[]> = Object.fromEntries(names.map((name) => [name, []]));
   for (let i = 0; i < options.rounds; i++) {
-    const round: Record<string, Sample> = {};
-    for (let k = 0; k < names.length; k++) {
-      const name = names[(i + k) % names.length]!;
-      round[name] = await options.sides[name]!();
+    const round: Record<string, T> = {};
+    for (const name of i % 2 === 0 ? names : [...names].reverse()) {
+      round[name] = await options.sides[name]!('measured');
       result[name]!.push(round[name]!);
     }
     options.onRound?.(i + 1, round);
@@ -126,14 +131,19 @@ export function medianExtras(samples: readonly Sample[]): Record<string, number>
   return out;
 }
 
-/** Forces a full garbage collection (with or without --expose-gc) and returns heapUsed in bytes. */
-export async function settledHeapUsed(): Promise<number> {
+/** Forces a full garbage collection (with or without --expose-gc) once pending work has settled. */
+export async function collectGarbage(): Promise<void> {
   const gc = forceGc();
   // Let pending microtasks and timers finish, then collect twice (weak refs, finalizers).
   await sleep(20);
   gc();
   await sleep(0);
   gc();
+}
+
+/** `collectGarbage()`, then heapUsed in bytes. */
+export async function settledHeapUsed(): Promise<number> {
+  await collectGarbage();
   return process.memoryUsage().heapUsed;
 }
 

@@ -4,6 +4,7 @@
  * when it was spawned and when it connected again. One fleet on the raw SDK with a
  * hand-written restart, one on agentvisor. Used by bench/restart-storm.bench.ts.
  */
+import { watchAgentStates } from './agent-states.js';
 import { agentvisor, fixtureAgentScript, type AgentSpec, type Supervisor, type SupervisorOptions } from './agentvisor.js';
 import { killGroup, startRawAgent, stopRawAgent, type RawAgent } from './raw-agent.js';
 import { median, now, quantile, round, sleep } from './stats.js';
@@ -31,7 +32,7 @@ export interface StormRecord {
   maxDuePerBucket: number;
   /** The biggest burst of deaths noticed in one bucket (what the restarts start from). */
   maxExitPerBucket: number;
-  /** When the parent learned of each death (raw: execa's exit; agentvisor: status disconnected). */
+  /** When the parent learned of each death (raw: the child's `exit` event; agentvisor: status disconnected). */
   exitsAt: number[];
   spawnsAt: number[];
   maxPerBucket: number;
@@ -67,58 +68,86 @@ export function histogram(spawnsAt: readonly number[], bucketMs: number): number
   return counts;
 }
 
-function record(killedAt: number, exits: number[], dues: number[], delays: number[], spawns: number[], connects: number[], bucketMs: number): StormRecord {
-  const spawnsAt = spawns.map((t) => t - killedAt).sort((a, b) => a - b);
-  const duesAt = dues.map((t) => t - killedAt).sort((a, b) => a - b);
-  return {
-    reconnected: connects.length,
-    recoveryMs: Math.max(...connects) - killedAt,
-    duesAt,
-    delays: [...delays],
-    maxDuePerBucket: Math.max(0, ...histogram(duesAt, bucketMs)),
-    maxExitPerBucket: Math.max(0, ...histogram(exits.map((t) => t - killedAt), bucketMs)),
-    exitsAt: exits.map((t) => round(t - killedAt, 1)).sort((a, b) => a - b),
-    spawnsAt,
-    maxPerBucket: Math.max(0, ...histogram(spawnsAt, bucketMs)),
-    spawnSpanMs: spawnsAt.length > 0 ? spawnsAt[spawnsAt.length - 1]! - spawnsAt[0]! : 0,
-  };
+/** What a fleet logs during one storm (performance.now() ms), as it happens. */
+class StormLog {
+  exits: number[] = [];
+  dues: number[] = [];
+  delays: number[] = [];
+  spawns: number[] = [];
+  connects: number[] = [];
+  failures: string[] = [];
+
+  /** A restart's backoff timer was set for `delayMs`. */
+  due(delayMs: number): void {
+    this.dues.push(now() + delayMs);
+    this.delays.push(delayMs);
+  }
+
+  reset(): void {
+    this.exits = [];
+    this.dues = [];
+    this.delays = [];
+    this.spawns = [];
+    this.connects = [];
+    this.failures = [];
+  }
+
+  record(killedAt: number, bucketMs: number): StormRecord {
+    const spawnsAt = this.spawns.map((t) => t - killedAt).sort((a, b) => a - b);
+    const duesAt = this.dues.map((t) => t - killedAt).sort((a, b) => a - b);
+    return {
+      reconnected: this.connects.length,
+      recoveryMs: Math.max(...this.connects) - killedAt,
+      duesAt,
+      delays: [...this.delays],
+      maxDuePerBucket: Math.max(0, ...histogram(duesAt, bucketMs)),
+      maxExitPerBucket: Math.max(0, ...histogram(this.exits.map((t) => t - killedAt), bucketMs)),
+      exitsAt: this.exits.map((t) => round(t - killedAt, 1)).sort((a, b) => a - b),
+      spawnsAt,
+      maxPerBucket: Math.max(0, ...histogram(spawnsAt, bucketMs)),
+      spawnSpanMs: spawnsAt.length > 0 ? spawnsAt[spawnsAt.length - 1]! - spawnsAt[0]! : 0,
+    };
+  }
 }
 
-/** Resolves when `done()` holds, polling; rejects with `what` after stormTimeoutMs. */
-async function until(done: () => boolean, what: () => string): Promise<void> {
-  const deadline = now() + stormTimeoutMs;
-  while (!done()) {
-    if (now() > deadline) throw new Error(`restart storm: timed out waiting for ${what()}`);
+/**
+ * One storm, the same on both sides: SIGKILL every victim's group at once, then wait (polling)
+ * until the fleet's restarts have connected all `size.agents` again; throws on a failed
+ * restart or after stormTimeoutMs.
+ */
+async function storm(label: string, victims: readonly number[], log: StormLog, size: FleetOptions): Promise<StormRecord> {
+  log.reset();
+  const killedAt = now();
+  for (const pid of victims) killGroup(pid, 'SIGKILL');
+  const deadline = killedAt + stormTimeoutMs;
+  while (log.connects.length < size.agents && log.failures.length === 0) {
+    if (now() > deadline) throw new Error(`restart storm: timed out waiting for ${label}: ${log.connects.length}/${size.agents} reconnected`);
     await sleep(5);
   }
+  if (log.failures.length > 0) throw new Error(`restart storm: ${label} restarts failed: ${log.failures.slice(0, 3).join(', ')}`);
+  return log.record(killedAt, size.bucketMs);
 }
 
 export async function rawFleet(size: FleetOptions, pidFile: string): Promise<Fleet> {
   const agents: Array<RawAgent | undefined> = new Array(size.agents).fill(undefined);
+  const log = new StormLog();
   let closing = false;
-  let exits: number[] = [];
-  let dues: number[] = [];
-  let delays: number[] = [];
-  let spawns: number[] = [];
-  let connects: number[] = [];
-  let failures = 0;
 
   const start = async (slot: number): Promise<void> => {
     const agent = await startRawAgent(fixtureAgentScript, ['--pid-file', pidFile]);
     agents[slot] = agent;
     void agent.exited.then(() => {
       if (closing) return;
-      exits.push(now());
-      dues.push(now() + size.initialDelayMs);
-      delays.push(size.initialDelayMs);
+      log.exits.push(now());
+      log.due(size.initialDelayMs);
       agents[slot] = undefined;
       // The hand-written restart: a fixed delay, then spawn + initialize again.
       setTimeout(() => {
         if (closing) return;
-        spawns.push(now());
+        log.spawns.push(now());
         start(slot).then(
-          () => connects.push(now()),
-          () => failures++,
+          () => log.connects.push(now()),
+          (error: unknown) => log.failures.push(`slot ${slot}: ${error instanceof Error ? error.message : String(error)}`),
         );
       }, size.initialDelayMs);
     });
@@ -133,22 +162,7 @@ export async function rawFleet(size: FleetOptions, pidFile: string): Promise<Fle
 
   return {
     label: 'raw',
-    async storm() {
-      exits = [];
-      dues = [];
-      delays = [];
-      spawns = [];
-      connects = [];
-      const victims = agents.map((agent) => agent!.pid);
-      const killedAt = now();
-      for (const pid of victims) killGroup(pid, 'SIGKILL');
-      await until(
-        () => connects.length === size.agents || failures > 0,
-        () => `raw: ${connects.length}/${size.agents} reconnected`,
-      );
-      if (failures > 0) throw new Error(`restart storm: ${failures} raw restarts failed`);
-      return record(killedAt, exits, dues, delays, spawns, connects, size.bucketMs);
-    },
+    storm: () => storm('raw', agents.map((agent) => agent!.pid), log, size),
     async close() {
       closing = true;
       await Promise.all(agents.map((agent) => (agent ? stopRawAgent(agent) : undefined)));
@@ -156,21 +170,15 @@ export async function rawFleet(size: FleetOptions, pidFile: string): Promise<Fle
   };
 }
 
-type AgentRef = { subscribe(listener: (snapshot: { value: unknown }) => void): { unsubscribe(): void } };
-
 export async function agentvisorFleet(size: FleetOptions, jitter: number, pidFile: string): Promise<Fleet> {
   const spec: AgentSpec = { command: process.execPath, args: [fixtureAgentScript, '--pid-file', pidFile], displayName: 'Fixture' };
   const names = Array.from({ length: size.agents }, (_, i) => `fixture-${i}`);
-  let dues: number[] = [];
-  let delays: number[] = [];
+  const log = new StormLog();
   // The real-time clock, plus a note of when each backoff timer falls due. Backoff delays are
   // the only ones ≤ initialDelayMs (stableAfterMs is longer; the other timeouts far longer).
   const clock: SupervisorOptions['clock'] = {
     setTimeout: (fn: (...args: unknown[]) => void, ms: number) => {
-      if (ms <= size.initialDelayMs) {
-        dues.push(now() + ms);
-        delays.push(ms);
-      }
+      if (ms <= size.initialDelayMs) log.due(ms);
       return setTimeout(fn, ms);
     },
     clearTimeout: (id: unknown) => clearTimeout(id as NodeJS.Timeout),
@@ -181,54 +189,31 @@ export async function agentvisorFleet(size: FleetOptions, jitter: number, pidFil
     restart: { initialDelayMs: size.initialDelayMs, jitter, maxAttempts: 5, stableAfterMs: size.stableAfterMs },
     clock,
   });
-  let exits: number[] = [];
-  let spawns: number[] = [];
-  let connects: number[] = [];
-  let failures: string[] = [];
   const offError = supervisor.on('error', ({ agent, kind }) => {
-    if (kind !== 'agent_exited') failures.push(`${agent}: ${kind}`);
+    if (kind !== 'agent_exited') log.failures.push(`${agent}: ${kind}`);
   });
   const offStatus = supervisor.on('agent:status', ({ status, previous }) => {
-    if (status === 'connected' && previous === 'reconnecting') connects.push(now());
-    else if (status === 'disconnected' && previous === 'connected') exits.push(now());
+    if (status === 'connected' && previous === 'reconnecting') log.connects.push(now());
+    else if (status === 'disconnected' && previous === 'connected') log.exits.push(now());
   });
   await Promise.all(names.map((name) => supervisor.ensureAgent(name))).catch(async (error: unknown) => {
     await supervisor.shutdown();
     throw error;
   });
   // The spawn moment: an agent actor entering reconnecting.spawning (spawnProcess runs on entry).
-  const subscriptions = names.map((name) => {
-    const child = supervisor.actor.getSnapshot().children[name] as unknown as AgentRef;
-    let wasSpawning = false;
-    return child.subscribe((snapshot) => {
-      const value = snapshot.value as Record<string, unknown> | string;
-      const spawning = typeof value === 'object' && value['reconnecting'] === 'spawning';
-      if (spawning && !wasSpawning) spawns.push(now());
-      wasSpawning = spawning;
-    });
+  const wasSpawning = names.map(() => false);
+  const unwatch = watchAgentStates(supervisor, names, (i, state) => {
+    const spawning = state === 'reconnecting.spawning';
+    if (spawning && !wasSpawning[i]) log.spawns.push(now());
+    wasSpawning[i] = spawning;
   });
 
+  const label = `agentvisor-jitter${jitter}`;
   return {
-    label: `agentvisor-jitter${jitter}`,
-    async storm() {
-      exits = [];
-      dues = [];
-      delays = [];
-      spawns = [];
-      connects = [];
-      failures = [];
-      const victims = supervisor.list().map((agent) => agent.pid!);
-      const killedAt = now();
-      for (const pid of victims) killGroup(pid, 'SIGKILL');
-      await until(
-        () => connects.length === size.agents || failures.length > 0,
-        () => `agentvisor (jitter ${jitter}): ${connects.length}/${size.agents} reconnected`,
-      );
-      if (failures.length > 0) throw new Error(`restart storm: agentvisor restarts failed: ${failures.slice(0, 3).join(', ')}`);
-      return record(killedAt, exits, dues, delays, spawns, connects, size.bucketMs);
-    },
+    label,
+    storm: () => storm(label, supervisor.list().map((agent) => agent.pid!), log, size),
     async close() {
-      for (const subscription of subscriptions) subscription.unsubscribe();
+      unwatch();
       offStatus();
       offError();
       await supervisor.shutdown();
