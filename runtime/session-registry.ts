@@ -50,13 +50,19 @@ export interface SessionRegistryDependencies {
   closeOnAgent(agent: string, sessionId: string): void;
 }
 
+/** Real time between two `activity` events of a session in a burst of updates. */
+const activityWindowMs = 50;
+
 /** One open session: its actor's address, resources and listeners. */
 export class SessionRecord {
   readonly channel = new EventHub<SessionChannelEvents>();
   /** Resolves once the session stopped and its terminals are gone. */
   readonly released: Promise<void>;
   private markReleased!: () => void;
-  private activityScheduled: NodeJS.Immediate | undefined;
+  /** When the last `activity` event was sent (real time, ms). */
+  private activitySentAt = Number.NEGATIVE_INFINITY;
+  /** The trailing `activity` of a burst, due at the end of its window. */
+  private trailingActivity: NodeJS.Timeout | undefined;
   /** Mirrors the machine's `prompting.stalled`, so delivering an update reads no snapshot. */
   private stalled = false;
   private detach: () => void = () => {};
@@ -81,20 +87,30 @@ export class SessionRecord {
     return snapshot && snapshot.status === 'active' ? snapshot.context.status : 'stopped';
   }
 
-  /** Hands one `session/update` to listeners and tells the machine about the activity. */
+  /**
+   * Hands one `session/update` to listeners and tells the machine about the activity: at
+   * once for the first update of a burst (and always for a stalled session, so its recovery
+   * is seen before anything that follows the update), then at most one more `activity` per
+   * {@link activityWindowMs} while the burst lasts. A machine step per chunk cost more than
+   * the rest of the delivery; the trailing event keeps the stall timer from firing early
+   * (it may fire up to one window late).
+   */
   deliver(notification: SessionNotification): void {
     this.channel.emit('update', notification.update);
-    // One `activity` event per batch of updates keeps the stall timer honest without
-    // paying a state-machine step per chunk. A stalled session hears at once, so the
-    // recovery is seen before anything that follows the update.
-    if (this.stalled) {
-      this.actor()?.send({ type: 'activity' });
-      return;
-    }
-    this.activityScheduled ??= setImmediate(() => {
-      this.activityScheduled = undefined;
-      this.actor()?.send({ type: 'activity' });
-    });
+    if (this.stalled) return this.sendActivity(performance.now());
+    if (this.trailingActivity) return; // the window's trailing event is already due
+    const now = performance.now();
+    const sinceLast = now - this.activitySentAt;
+    if (sinceLast >= activityWindowMs) return this.sendActivity(now);
+    this.trailingActivity = setTimeout(() => {
+      this.trailingActivity = undefined;
+      this.sendActivity(performance.now());
+    }, activityWindowMs - sinceLast);
+  }
+
+  private sendActivity(now: number): void {
+    this.activitySentAt = now;
+    this.actor()?.send({ type: 'activity' });
   }
 
   /** The 'ask' policy's delivery; false when nobody listens on this session. */
@@ -124,8 +140,8 @@ export class SessionRecord {
   /** Stops listening, kills the terminals; `released` resolves after. */
   async release(): Promise<void> {
     this.detach();
-    if (this.activityScheduled) clearImmediate(this.activityScheduled);
-    this.activityScheduled = undefined;
+    clearTimeout(this.trailingActivity);
+    this.trailingActivity = undefined;
     await this.resources.terminals.releaseAll();
     this.markReleased();
   }
@@ -135,7 +151,8 @@ export class SessionRecord {
 const earlyUpdateLimit = 256;
 
 export class SessionRegistry {
-  private readonly records = new Map<string, SessionRecord>();
+  /** agent → session id → record: two lookups, no key string built per routed update. */
+  private readonly records = new Map<string, Map<string, SessionRecord>>();
   private readonly early = new Map<string, SessionNotification[]>();
 
   constructor(private readonly deps: SessionRegistryDependencies) {}
@@ -149,7 +166,9 @@ export class SessionRegistry {
     this.deps.agentActor(agent)?.send({ type: 'session.open', session: input });
     const record = new SessionRecord(agent, sessionId, resources, () => this.deps.agentActor(agent));
     if (onUpdate) record.channel.on('update', onUpdate); // before the early updates are flushed
-    this.records.set(key(agent, sessionId), record);
+    let ofAgent = this.records.get(agent);
+    if (!ofAgent) this.records.set(agent, (ofAgent = new Map()));
+    ofAgent.set(sessionId, record);
     record.attach(this.deps.events, () => void this.release(record));
     const waiting = this.early.get(agent);
     if (waiting) {
@@ -160,11 +179,11 @@ export class SessionRegistry {
   }
 
   get(agent: string, sessionId: string): SessionRecord | undefined {
-    return this.records.get(key(agent, sessionId));
+    return this.records.get(agent)?.get(sessionId);
   }
 
   all(): SessionRecord[] {
-    return [...this.records.values()];
+    return [...this.records.values()].flatMap((ofAgent) => [...ofAgent.values()]);
   }
 
   /** Routes one `session/update` of `agent`; an unknown session's update waits a little. */
@@ -191,14 +210,10 @@ export class SessionRegistry {
   }
 
   private async release(record: SessionRecord): Promise<void> {
-    if (this.records.get(key(record.agent, record.id)) !== record) return record.released;
-    this.records.delete(key(record.agent, record.id));
+    if (this.get(record.agent, record.id) !== record) return record.released;
+    this.records.get(record.agent)?.delete(record.id);
     this.deps.closeOnAgent(record.agent, record.id);
     this.deps.agentActor(record.agent)?.send({ type: 'session.forget', sessionId: record.id });
     await record.release();
   }
-}
-
-function key(agent: string, sessionId: string): string {
-  return `${agent}\u0000${sessionId}`;
 }

@@ -11,8 +11,15 @@ export class EventHub<Events extends object> {
     };
   }
 
+  /**
+   * Calls every listener of `type`. It iterates the live set (no copy: this is the hot path
+   * of a stream of updates): a listener removed during the call is skipped, one added during
+   * it hears this event too.
+   */
   emit<K extends keyof Events>(type: K, event: Events[K]): void {
-    for (const listener of [...(this.listeners.get(type) ?? [])]) {
+    const listeners = this.listeners.get(type);
+    if (!listeners) return;
+    for (const listener of listeners) {
       try {
         (listener as (event: Events[K]) => void)(event);
       } catch (error) {

@@ -124,6 +124,24 @@ describe('when the agent dies mid-turn', () => {
 });
 
 describe('stalls', () => {
+  it('a burst of updates reaches the stall timer as a few activity events, not one per update', async () => {
+    let activities = 0;
+    env.supervisor = createSupervisor({
+      agents: { fixture: fixtureSpec() },
+      inspect: (event) => {
+        if (event.type === '@xstate.event' && event.event.type === 'activity') activities++;
+      },
+    });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    const received = collectChunks(session);
+    const started = performance.now();
+    expect(await session.prompt(command({ op: 'stream', count: 2_000, text: 'x' }))).toBe('end_turn');
+    const windows = Math.ceil((performance.now() - started) / 50) + 1; // at most one per 50 ms window, plus the first
+    expect(received.chunks).toHaveLength(2_000);
+    expect(activities).toBeGreaterThanOrEqual(1);
+    expect(activities).toBeLessThanOrEqual(windows);
+  });
+
   it('reports a turn with no update for stallTimeoutMs, and recovers when updates resume', async () => {
     const clock = new SimulatedClock();
     env.supervisor = createSupervisor({ clock, stallTimeoutMs: 120_000, agents: { fixture: fixtureSpec() } });
@@ -134,8 +152,7 @@ describe('stalls', () => {
     session.on('status', ({ status }) => statuses.push(status));
     const received = collectChunks(session);
     const turn = session.prompt(command({ op: 'slow', count: 2, intervalMs: 400, text: 'tick' }));
-    await eventually(() => received.chunks.length === 1, 'the first chunk');
-    await new Promise((resolve) => setTimeout(resolve, 20)); // let the coalesced activity land
+    await eventually(() => received.chunks.length === 1, 'the first chunk'); // its activity reaches the machine at once
     clock.increment(119_999);
     expect(session.status).toBe('running');
     clock.increment(1);
