@@ -11,6 +11,7 @@ import { describeError } from '../core/errors.js';
 import type { AgentProcessInput, ProcessCommand, ProcessEvent } from '../machines/agent-events.js';
 import { openAcpConnection, type AcpClientOptions } from '../services/acp-client.service.js';
 import { spawnAgentProcess } from '../services/agent-process.service.js';
+import type { ContainmentMechanism } from '../services/containment/containment.js';
 import { signalGroup } from '../services/process-group.service.js';
 
 /** How long a process whose ACP stream closed may take to exit before it is killed. */
@@ -38,6 +39,8 @@ export interface AgentProcessDependencies {
   /** ACP client options for an agent's connection (capabilities, handlers). */
   acpOptions?(agent: string): AcpClientOptions;
   stderrLines?: number;
+  /** The containment every agent process runs in (services/containment/); none: process groups. */
+  containment?: ContainmentMechanism | null;
 }
 
 
@@ -48,7 +51,7 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     const report = (event: ProcessEvent) => {
       if (!released) sendBack(event);
     };
-    const proc = spawnAgentProcess(deps.getSpec(input.agent), { stderrLines: deps.stderrLines });
+    const proc = spawnAgentProcess(deps.getSpec(input.agent), { stderrLines: deps.stderrLines, containment: deps.containment, agent: input.agent });
     const pid = proc.pid;
 
     if (pid === undefined) {
@@ -61,7 +64,9 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       };
     }
 
-    report({ type: 'process.spawned', pid });
+    // Uncontained, the spawned pid is the agent's; a wrapper's agent pid is found a moment later.
+    if (proc.containment === null) report({ type: 'process.spawned', pid, containment: null });
+    else void proc.agentPid.then((agentPid) => report({ type: 'process.spawned', pid: agentPid ?? pid, containment: proc.containment }));
     const acp = openAcpConnection(proc.stdin, proc.stdout, deps.acpOptions?.(input.agent));
     const { connection } = acp;
     let closingOnPurpose = false;
@@ -69,9 +74,10 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     let groupGone = false; // once reaped, the pgid may be reused: never signal it again
 
     acp.initialize().then(
-      (initialize) => {
+      async (initialize) => {
+        const agentPid = (await proc.agentPid) ?? pid;
         if (released || !proc.isRunning()) return;
-        deps.connections.add({ agent: input.agent, pid, connection, initialize });
+        deps.connections.add({ agent: input.agent, pid: agentPid, connection, initialize });
         report({ type: 'process.initialized', initialize });
       },
       (error: unknown) => {

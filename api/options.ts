@@ -11,6 +11,7 @@ import { defaultRestartPolicy, type RestartPolicy } from '../machines/policies/b
 import type { StallPolicy } from '../machines/session-events.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
 import type { RuntimeSettings } from '../runtime/supervisor-runtime.js';
+import { containmentKinds, type ContainmentPreference } from '../runtime/containment-choice.js';
 
 export type { Clock };
 
@@ -32,6 +33,13 @@ export interface SupervisorOptions {
   killTimeoutMs?: number;
   /** How many of an agent's last stderr lines are kept for error reports (default 20). */
   stderrLines?: number;
+  /**
+   * How agent processes are contained so that nothing they start outlives them
+   * (docs/containment.md): `'auto'`, the strongest this host offers — `'pid-namespace'`,
+   * `'cgroup'`, `'proc-tracking'` — or one of them (a weaker one if it is refused), or
+   * `'none'` (default for now) for process groups only.
+   */
+  containment?: ContainmentPreference;
   /** How permission requests are answered (default 'ask': `permission:request` events). Overridable per session. */
   permissions?: PermissionPolicy;
   /** A permission request unanswered this long is answered `cancelled` (default 300 000 ms). */
@@ -84,6 +92,7 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
   const resolved: RuntimeSettings = {
     maxAgents: options.maxAgents ?? defaultOptions.maxAgents,
     stderrLines: options.stderrLines ?? defaultOptions.stderrLines,
+    containment: options.containment ?? 'none',
     timings: {
       restart,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? defaultOptions.handshakeTimeoutMs,
@@ -107,6 +116,9 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
   requireInteger('terminalOutputByteLimit', resolved.sessions.terminalOutputByteLimit, 1);
   requireInteger('maxAgents', resolved.maxAgents, 1);
   requireInteger('stderrLines', resolved.stderrLines, 0);
+  if (!['auto', 'none', ...containmentKinds].includes(resolved.containment)) {
+    throw invalidOptions(`Option containment must be 'auto', 'none' or one of ${containmentKinds.map((kind) => `'${kind}'`).join(', ')}, got ${String(resolved.containment)}`);
+  }
   requireInteger('restart.maxAttempts', restart.maxAttempts, 0);
   for (const [name, value] of Object.entries({
     'restart.initialDelayMs': restart.initialDelayMs,

@@ -1,9 +1,10 @@
 /** The public types of the supervisor facade. */
 import type { ClientConnection, InitializeResponse } from '../core/acp-types.js';
+import type { ContainmentKind } from '../core/containment-kind.js';
 import type { AgentErrorKind, AgentFailure } from '../core/errors.js';
 import type { PermissionRequest } from '../core/permission-policy.js';
 import type { AgentStatus } from '../machines/agent-events.js';
-import type { SessionRuntimeEvents } from '../runtime/session-registry.js';
+import type { RuntimeEvents } from '../runtime/session-registry.js';
 
 /** A connected agent, as `ensureAgent` resolves it. */
 export interface AgentHandle {
@@ -28,6 +29,16 @@ export interface AgentSummary {
   pid: number | null;
   attempt: number;
   lastError: AgentFailure | null;
+  /** The containment the agent's current process runs in; null when it has none or only its process group. */
+  containment: ContainmentKind | null;
+}
+
+/** The containment a supervisor's agents run in (docs/containment.md). */
+export interface ContainmentReport {
+  /** The mechanism in effect; null: process groups only. */
+  kind: ContainmentKind | null;
+  /** Stronger mechanisms tried on this host, and why each was refused. */
+  refused: Array<{ kind: ContainmentKind; reason: string }>;
 }
 
 export interface AgentStatusEvent {
@@ -53,10 +64,15 @@ export interface SupervisorEventMap {
   /** With the `'ask'` policy: answer with `respond(optionId)` or `cancel()`. */
   'permission:request': PermissionRequest;
   /** An agent tried to read, write or run outside its session's sandbox; it was refused. */
-  'sandbox:violation': SessionRuntimeEvents['sandbox:violation'];
-  'session:status': SessionRuntimeEvents['session:status'];
+  'sandbox:violation': RuntimeEvents['sandbox:violation'];
+  'session:status': RuntimeEvents['session:status'];
   /** A turn sent no update for `stallTimeoutMs`; `policy` says what was done about it. */
-  'session:stall': SessionRuntimeEvents['session:stall'];
+  'session:stall': RuntimeEvents['session:stall'];
+  /**
+   * Emitted once, right after the supervisor is created, when its agents run under a weaker
+   * containment than asked for (or only process groups): which, and why each stronger one was refused.
+   */
+  'containment:degraded': RuntimeEvents['containment:degraded'];
 }
 
 export interface CallOptions {

@@ -10,14 +10,14 @@ import type { AgentStatus } from '../machines/agent-events.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
-import type { SessionRecord, SessionRuntimeEvents } from '../runtime/session-registry.js';
+import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import { acpMethods } from '../services/acp-client.service.js';
 import { abortable } from '../util/abort.js';
 import { resolveOptions, resolveSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
-import type { AgentHandle, AgentSummary, CallOptions, SupervisorEventMap } from './public-types.js';
+import type { AgentHandle, AgentSummary, CallOptions, ContainmentReport, SupervisorEventMap } from './public-types.js';
 import { Session } from './session.js';
 
-export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions } from './public-types.js';
+export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport } from './public-types.js';
 
 /**
  * Supervises agent processes. Create it with {@link createSupervisor}.
@@ -42,6 +42,18 @@ export class Supervisor {
     this.runtime = new SupervisorRuntime(this.settings);
     this.actor = this.runtime.actor;
     for (const [name, spec] of Object.entries(options.agents ?? {})) this.register(name, spec);
+    const { mechanism, refused } = this.runtime.containment;
+    const asked = this.settings.containment;
+    if (asked !== 'none' && (refused.length > 0 || !mechanism)) {
+      // After the caller's synchronous set-up, so listeners added right after creation hear it.
+      queueMicrotask(() => this.runtime.events.emit('containment:degraded', this.containment));
+    }
+  }
+
+  /** The containment this supervisor's agents run in, and what was refused on this host. */
+  get containment(): ContainmentReport {
+    const { mechanism, refused } = this.runtime.containment;
+    return { kind: mechanism?.kind ?? null, refused: [...refused] };
   }
 
   /** Adds an agent at runtime. Throws `invalid_options` for a bad spec or a taken name. */
@@ -122,7 +134,7 @@ export class Supervisor {
       });
       return () => subscription.unsubscribe();
     }
-    return this.runtime.events.on(type as keyof SessionRuntimeEvents, listener as (event: unknown) => void);
+    return this.runtime.events.on(type as keyof RuntimeEvents, listener as (event: unknown) => void);
   }
 
   /**
@@ -180,6 +192,7 @@ export class Supervisor {
       pid: context?.pid ?? null,
       attempt: context?.attempt ?? 0,
       lastError: context?.lastError ?? null,
+      containment: context?.containment ?? null,
     };
   }
 

@@ -5,6 +5,7 @@
  * its own.
  */
 import type { InitializeResponse } from '../core/acp-types.js';
+import type { ContainmentKind } from '../core/containment-kind.js';
 import { failureMessage, type AgentFailure, type CommandResult } from '../core/errors.js';
 import type { AgentCommand, AgentEmitted, AgentReport, AgentStatus, CommandSettled, ProcessEvent, RestartRequest } from './agent-events.js';
 import type { RestartPolicy } from './policies/backoff.policy.js';
@@ -30,6 +31,8 @@ export interface AgentContext {
   /** False once the ACP stream of the current process closed (its exit is on its way). */
   connectionOpen: boolean;
   pid: number | null;
+  /** The containment the current process runs in (null: its process group only). */
+  containment: ContainmentKind | null;
   /** The agent's `initialize` answer while connected. */
   initialize: InitializeResponse | null;
   lastError: AgentFailure | null;

@@ -3,6 +3,7 @@
  * supervisor. Plain JSON only: these events travel through inspectors and snapshots.
  */
 import type { InitializeResponse } from '../core/acp-types.js';
+import type { ContainmentKind } from '../core/containment-kind.js';
 import type { AgentErrorKind, AgentFailure, CommandResult } from '../core/errors.js';
 import type { RestartPolicy } from './policies/backoff.policy.js';
 
@@ -60,7 +61,8 @@ export interface ProcessFailureReport {
 
 /** What a process actor reports to the agent machine that spawned it. */
 export type ProcessEvent =
-  | { type: 'process.spawned'; pid: number }
+  /** The agent runs: its own pid on this host, and the containment it runs in. */
+  | { type: 'process.spawned'; pid: number; containment: ContainmentKind | null }
   | { type: 'process.initialized'; initialize: InitializeResponse }
   | ({ type: 'process.failed' } & ProcessFailureReport)
   /** The ACP stream closed; the exit (or a kill after a grace) follows. */

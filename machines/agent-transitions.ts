@@ -24,7 +24,9 @@ export function joinStart(description: string) {
 /** The handshake, written once for `starting` and `reconnecting.spawning`. */
 export function handshakeTransitions() {
   return {
-    'process.spawned': { actions: { type: 'recordPid', params: ({ event }: { event: EventOf<'process.spawned'> }) => ({ pid: event.pid }) } },
+    'process.spawned': {
+      actions: { type: 'recordSpawn', params: ({ event }: { event: EventOf<'process.spawned'> }) => ({ pid: event.pid, containment: event.containment }) },
+    },
     'process.initialized': {
       target: '#agent.connected',
       actions: { type: 'recordConnection', params: ({ event }: { event: EventOf<'process.initialized'> }) => ({ initialize: event.initialize }) },

@@ -15,6 +15,7 @@
  */
 import { assign, enqueueActions, fromCallback, sendTo, setup, stopChild } from 'xstate';
 import type { InitializeResponse } from '../core/acp-types.js';
+import type { ContainmentKind } from '../core/containment-kind.js';
 import { failures, type AgentFailure } from '../core/errors.js';
 import { exitFailure, sessionActorId, settle, willRetry, type AgentContext, type AgentEvent } from './agent-context.js';
 import type { AgentEmitted, AgentMachineInput, AgentProcessInput, AgentReport, AgentStatus, ProcessCommand, ProcessEvent } from './agent-events.js';
@@ -107,9 +108,9 @@ export const agentMachine = setup({
     /** Stops the process actor; its cleanup kills whatever is left of the process group. */
     releaseProcess: enqueueActions(({ enqueue }) => {
       enqueue(stopChild('process'));
-      enqueue.assign({ processRunning: false, connectionOpen: false, pid: null, initialize: null });
+      enqueue.assign({ processRunning: false, connectionOpen: false, pid: null, containment: null, initialize: null });
     }),
-    recordPid: assign({ pid: (_, params: { pid: number }) => params.pid }),
+    recordSpawn: assign((_, params: { pid: number; containment: ContainmentKind | null }) => ({ pid: params.pid, containment: params.containment })),
     recordConnection: assign({ initialize: (_, params: { initialize: InitializeResponse }) => params.initialize, lastError: null }),
     markConnectionClosed: assign({ connectionOpen: false }),
     recordFailure: assign({ lastError: (_, params: { failure: AgentFailure }) => params.failure }),
@@ -159,6 +160,7 @@ export const agentMachine = setup({
     processRunning: false,
     connectionOpen: false,
     pid: null,
+    containment: null,
     initialize: null,
     lastError: null,
     sessionIds: [],
@@ -333,7 +335,7 @@ export const agentMachine = setup({
         },
       },
       on: {
-        'process.spawned': { actions: { type: 'recordPid', params: ({ event }) => ({ pid: event.pid }) } },
+        'process.spawned': { actions: { type: 'recordSpawn', params: ({ event }) => ({ pid: event.pid, containment: event.containment }) } },
         'process.exited': { target: 'idle', actions: 'releaseProcess', description: 'No process of the group is left.' },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
         reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },

@@ -9,13 +9,13 @@ import { SandboxViolation } from '../services/fs-sandbox.service.js';
 import { TerminalsClosed, UnknownTerminal } from '../services/terminal.service.js';
 import type { EventHub } from '../util/event-hub.js';
 import type { PermissionBroker } from './permission-broker.js';
-import type { SessionRecord, SessionRegistry, SessionRuntimeEvents } from './session-registry.js';
+import type { SessionRecord, SessionRegistry, RuntimeEvents } from './session-registry.js';
 
 export interface ClientHandlerDependencies {
   capabilities: { fs: boolean; terminal: boolean };
   sessions: SessionRegistry;
   broker: PermissionBroker;
-  events: EventHub<SessionRuntimeEvents>;
+  events: EventHub<RuntimeEvents>;
 }
 
 /** The capabilities advertised in `initialize`: only what is enabled. */

@@ -7,6 +7,7 @@
  */
 import type { ActorRefFrom } from 'xstate';
 import type { McpServer, SessionNotification, SessionUpdate } from '../core/acp-types.js';
+import type { ContainmentKind } from '../core/containment-kind.js';
 import type { PermissionPolicy, PermissionRequest } from '../core/permission-policy.js';
 import { sessionActorId, type agentMachine } from '../machines/agent.machine.js';
 import type { SessionMachineInput, SessionStatus, StallPolicy } from '../machines/session-events.js';
@@ -18,8 +19,10 @@ import { EventHub } from '../util/event-hub.js';
 export type SessionActorRef = ActorRefFrom<typeof sessionMachine>;
 type AgentActorRef = ActorRefFrom<typeof agentMachine>;
 
-/** Supervisor-level events about sessions. */
-export interface SessionRuntimeEvents {
+/** Supervisor-level events of the runtime: sessions, and containment. */
+export interface RuntimeEvents {
+  /** Agents run under a weaker containment than asked for (or none): why each stronger one was refused. */
+  'containment:degraded': { kind: ContainmentKind | null; refused: Array<{ kind: ContainmentKind; reason: string }> };
   'permission:request': PermissionRequest;
   'sandbox:violation': { agent: string; sessionId: string; operation: 'read' | 'write' | 'terminal'; path: string; message: string };
   'session:status': { agent: string; sessionId: string; status: SessionStatus };
@@ -44,7 +47,7 @@ export interface SessionResources {
 }
 
 export interface SessionRegistryDependencies {
-  events: EventHub<SessionRuntimeEvents>;
+  events: EventHub<RuntimeEvents>;
   agentActor(agent: string): AgentActorRef | undefined;
   /** Sends session/close when the agent supports it (not awaited by anyone). */
   closeOnAgent(agent: string, sessionId: string): void;
@@ -121,7 +124,7 @@ export class SessionRecord {
   }
 
   /** Follows the actor's status and stall reports; `onStopped` releases the session. */
-  attach(events: EventHub<SessionRuntimeEvents>, onStopped: () => void): void {
+  attach(events: EventHub<RuntimeEvents>, onStopped: () => void): void {
     const actor = this.actor();
     if (!actor) return onStopped();
     const status = actor.on('status', ({ status: next }) => {

@@ -21,11 +21,12 @@ import { supervisorMachine, type AgentCommandEvent } from '../machines/superviso
 import { acpMethods } from '../services/acp-client.service.js';
 import { EventHub } from '../util/event-hub.js';
 import { clientCapabilities, createClientHandlers } from './acp-client-handlers.js';
+import { chooseContainment, type ContainmentChoice, type ContainmentPreference } from './containment-choice.js';
 import { LiveConnections } from './live-connections.js';
 import { PermissionBroker } from './permission-broker.js';
 import { request, type RequestOptions } from './requests.js';
 import { SessionOpener } from './session-opener.js';
-import { SessionRegistry, type SessionRuntimeEvents } from './session-registry.js';
+import { SessionRegistry, type RuntimeEvents } from './session-registry.js';
 
 /** Session defaults, resolved from the supervisor's options. */
 export interface SessionDefaults {
@@ -42,6 +43,7 @@ export interface RuntimeSettings {
   maxAgents: number;
   timings: AgentTimings;
   stderrLines: number;
+  containment: ContainmentPreference;
   sessions: SessionDefaults;
   clock?: Clock;
   clockForTimers: Clock;
@@ -53,10 +55,12 @@ export type AgentActorRef = ActorRefFrom<typeof agentMachine>;
 export class SupervisorRuntime {
   readonly actor: Actor<typeof supervisorMachine>;
   readonly connections = new LiveConnections();
-  readonly events = new EventHub<SessionRuntimeEvents>();
+  readonly events = new EventHub<RuntimeEvents>();
   readonly sessions: SessionRegistry;
   readonly opener: SessionOpener;
   readonly broker: PermissionBroker;
+  /** The containment in effect, and the stronger mechanisms refused on this host. */
+  readonly containment: ContainmentChoice;
   private readonly specs = new Map<string, AgentSpec>();
 
   constructor(settings: RuntimeSettings) {
@@ -83,11 +87,13 @@ export class SupervisorRuntime {
         this.sessions.get(agent, sessionId)?.actor()?.send({ type: 'permission.settled', requestId });
       },
     });
+    this.containment = chooseContainment(settings.containment);
     const handlerDeps = { capabilities: settings.sessions.capabilities, sessions: this.sessions, broker: this.broker, events: this.events };
     const agentProcess = createAgentProcessActor({
       getSpec: (agent) => this.spec(agent),
       connections: this.connections,
       stderrLines: settings.stderrLines,
+      containment: this.containment.mechanism,
       acpOptions: (agent) => ({ clientCapabilities: clientCapabilities(settings.sessions.capabilities), handlers: createClientHandlers(agent, handlerDeps) }),
     });
     const connectionOf = (agent: string) => this.connections.usable(agent);

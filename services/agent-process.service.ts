@@ -3,12 +3,15 @@
  * tail of its stderr, and the stop ladder's rungs as plain methods. No XState here.
  */
 import { execa } from 'execa';
-import { statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { AgentSpec } from '../core/agent-spec.js';
 import type { AgentErrorKind } from '../core/errors.js';
 import { withinGrace } from '../util/grace.js';
 import { StderrTail } from '../util/stderr-tail.js';
+import type { Containment, ContainmentKind, ContainmentMechanism, SpawnRequest } from './containment/containment.js';
+import { signalOfInitExit } from './containment/pid-namespace.containment.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
 
 /** How a spawned process ended. */
@@ -28,8 +31,15 @@ export interface SpawnFailure {
 
 /** A running (or failed-to-spawn) agent process. */
 export interface AgentProcess {
-  /** The pid, which is also the process group id; undefined when the spawn failed. */
+  /**
+   * The spawned pid, which is also the process group id; undefined when the spawn failed.
+   * Under a containment wrapper it is the wrapper's pid: see `agentPid`.
+   */
   readonly pid: number | undefined;
+  /** The agent's own pid on this host (the spawned pid unless a wrapper runs it). */
+  readonly agentPid: Promise<number | undefined>;
+  /** The containment in effect for this process; null: its process group only. */
+  readonly containment: ContainmentKind | null;
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: StderrTail;
@@ -51,13 +61,30 @@ export interface AgentProcess {
 /** How long output pipes may stay open after the process group is gone (held by an escapee). */
 const pipeDrainGraceMs = 200;
 
+export interface SpawnOptions {
+  stderrLines?: number;
+  /** Runs the agent inside this mechanism (see services/containment/); none: its process group. */
+  containment?: ContainmentMechanism | null;
+  /** The agent's name (names its cgroup). */
+  agent?: string;
+}
+
 /** Spawns `spec` as the leader of a new process group. Never throws for a missing command. */
-export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: number } = {}): AgentProcess {
+export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): AgentProcess {
   const stderr = new StderrTail(options.stderrLines ?? 20);
   if (spec.cwd !== undefined && !isDirectory(spec.cwd)) {
     return notSpawned(stderr, { kind: 'spawn_failed', detail: `cwd ${spec.cwd} is not a directory` });
   }
-  const child = execa(spec.command, spec.args ?? [], {
+  const mechanism = options.containment ?? null;
+  const request: SpawnRequest = { command: spec.command, args: spec.args ?? [], agent: options.agent ?? spec.displayName ?? spec.command };
+  if (mechanism) {
+    // A wrapper always starts, so a missing command must be found missing here, as a
+    // direct spawn would (kind not_installed, never an agent that exits 127).
+    const missing = executableProblem(spec.command, spec.cwd, spec.env?.PATH ?? process.env.PATH ?? '');
+    if (missing) return notSpawned(stderr, missing === 'ENOENT' ? notInstalled(spec) : { kind: 'spawn_failed', detail: `${spec.command}: ${missing}` });
+  }
+  const launch = mechanism ? mechanism.wrap(request) : request;
+  const child = execa(launch.command, launch.args, {
     cwd: spec.cwd,
     env: spec.env,
     extendEnv: true,
@@ -71,6 +98,7 @@ export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: numb
     stripFinalNewline: false,
   });
   const pid = child.pid;
+  const contained: Containment | null = mechanism && pid !== undefined ? mechanism.contain(pid, request) : null;
   // Late writes to a dead child raise EPIPE on these streams; the exit is reported instead.
   child.stdin.on('error', () => {});
   child.stdout.on('error', () => {});
@@ -85,13 +113,20 @@ export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: numb
   // The 'exit' event, not execa's promise: execa settles only once every stdio pipe is
   // closed, and a process left in (or escaped from) the group may hold them open.
   const exitEvent = new Promise<ProcessExit>((resolve) => {
-    child.once('exit', (exitCode, signal) => resolve({ exitCode, signal }));
+    child.once('exit', (exitCode, signal) => {
+      // A PID namespace's init reports an agent killed by signal n as exit code 128 + n.
+      const initSignal = mechanism?.kind === 'pid-namespace' && signal === null ? signalOfInitExit(exitCode) : null;
+      resolve(initSignal ? { exitCode: null, signal: initSignal } : { exitCode, signal });
+    });
   });
   const exited: Promise<ProcessExit> =
     pid === undefined
       ? settled.then(() => ((running = false), { exitCode: null, signal: null }))
       : exitEvent.then(async (exit) => {
           running = false;
+          // Whatever the agent started dies with it: its container, then its group.
+          await contained?.killAll().catch(() => {});
+          contained?.release();
           await reap(pid);
           // Let the last output arrive, but do not wait on pipes an escapee holds open.
           await withinGrace(settled, pipeDrainGraceMs);
@@ -108,11 +143,13 @@ export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: numb
           const code = (result as { code?: string }).code;
           const detail = result.shortMessage ?? result.message ?? `spawn failed (${code ?? 'unknown'})`;
           if (code !== 'ENOENT') return { kind: 'spawn_failed', detail };
-          return { kind: 'not_installed', detail, command: spec.command, ...(spec.installHint ? { installHint: spec.installHint } : {}) };
+          return { ...notInstalled(spec), detail };
         });
 
   return {
     pid,
+    agentPid: contained ? contained.agentPid : Promise.resolve(pid),
+    containment: contained ? contained.kind : null,
     stdin: child.stdin,
     stdout: child.stdout,
     stderr,
@@ -132,6 +169,8 @@ export function spawnAgentProcess(spec: AgentSpec, options: { stderrLines?: numb
 function notSpawned(stderr: StderrTail, failure: SpawnFailure): AgentProcess {
   return {
     pid: undefined,
+    agentPid: Promise.resolve(undefined),
+    containment: null,
     stdin: new PassThrough(),
     stdout: new PassThrough(),
     stderr,
@@ -155,4 +194,27 @@ function isDirectory(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+function notInstalled(spec: AgentSpec): SpawnFailure {
+  return { kind: 'not_installed', detail: `${spec.command}: command not found`, command: spec.command, ...(spec.installHint ? { installHint: spec.installHint } : {}) };
+}
+
+/**
+ * Why `command` cannot be executed as a spawn would look it up (PATH unless it has a
+ * slash, relative to `cwd`): 'ENOENT', 'EACCES', or null when it can.
+ */
+function executableProblem(command: string, cwd: string | undefined, path: string): 'ENOENT' | 'EACCES' | null {
+  const candidates = command.includes('/') ? [isAbsolute(command) ? command : resolve(cwd ?? process.cwd(), command)] : path.split(delimiter).filter(Boolean).map((dir) => join(resolve(cwd ?? process.cwd(), dir), command));
+  let problem: 'ENOENT' | 'EACCES' = 'ENOENT';
+  for (const candidate of candidates) {
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, fsConstants.X_OK);
+      return null;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EACCES') problem = 'EACCES';
+    }
+  }
+  return problem;
 }

@@ -23,7 +23,7 @@ export const agentMachine = setup({
     settleStops: () => {},
     spawnProcess: () => {},
     releaseProcess: () => {},
-    recordPid: () => {},
+    recordSpawn: () => {},
     recordConnection: () => {},
     markConnectionClosed: () => {},
     recordFailure: () => {},
@@ -92,7 +92,7 @@ export const agentMachine = setup({
       description: 'A first start requested by a caller: spawn, then the initialize handshake.',
       entry: [{ type: 'reportStatus', params: { status: 'starting' } }, 'spawnProcess'],
       on: {
-        'process.spawned': { actions: { type: 'recordPid' } },
+        'process.spawned': { actions: { type: 'recordSpawn' } },
         'process.initialized': {
           target: '#agent.connected',
           actions: { type: 'recordConnection' },
@@ -245,7 +245,7 @@ export const agentMachine = setup({
           description: 'Spawned again; waiting for initialize.',
           entry: 'spawnProcess',
           on: {
-            'process.spawned': { actions: { type: 'recordPid' } },
+            'process.spawned': { actions: { type: 'recordSpawn' } },
             'process.initialized': {
               target: '#agent.connected',
               actions: { type: 'recordConnection' },
@@ -337,7 +337,7 @@ export const agentMachine = setup({
         },
       },
       on: {
-        'process.spawned': { actions: { type: 'recordPid' } },
+        'process.spawned': { actions: { type: 'recordSpawn' } },
         'process.exited': {
           target: 'idle',
           actions: 'releaseProcess',

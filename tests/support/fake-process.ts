@@ -64,7 +64,7 @@ export function startFakeAgent(overrides: AgentInputOverrides = {}) {
     errors,
     /** The process spawns and answers initialize. */
     connect(pid = 1000 + log.spawns) {
-      actor.send({ type: 'process.spawned', pid });
+      actor.send({ type: 'process.spawned', pid, containment: null });
       actor.send({ type: 'process.initialized', initialize });
     },
     /** The process dies. */

@@ -20,7 +20,7 @@ describe('agent machine: pure transitions', () => {
   it('connects when initialize is answered and records the answer', () => {
     const [idle] = initialTransition(machine, agentInput());
     const [starting] = transition(machine, idle, { type: 'ensure' });
-    const [spawned] = transition(machine, starting, { type: 'process.spawned', pid: 4242 });
+    const [spawned] = transition(machine, starting, { type: 'process.spawned', pid: 4242, containment: null });
     const [connected] = transition(machine, spawned, { type: 'process.initialized', initialize });
     expect(connected.value).toEqual({ connected: 'settling' });
     expect(connected.context.pid).toBe(4242);
@@ -144,7 +144,7 @@ describe('agent machine: delays on a SimulatedClock', () => {
   it('times the handshake out and kills the process', () => {
     const agent = startFakeAgent({ handshakeTimeoutMs: 30_000 });
     agent.actor.send({ type: 'ensure' });
-    agent.actor.send({ type: 'process.spawned', pid: 7 });
+    agent.actor.send({ type: 'process.spawned', pid: 7, containment: null });
     agent.clock.increment(29_999);
     expect(agent.value()).toBe('starting');
     agent.clock.increment(1);
