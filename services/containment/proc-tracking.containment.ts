@@ -31,7 +31,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Containment, ContainmentHandle, ContainmentMechanism } from './containment.js';
-import { isRunningEntry, isRunningProcess, readLastPid, readProcEntry, readProcTable, type ProcEntry, type ProcessIdentity, type ProcTable } from './proc-table.js';
+import { isRunningEntry, isRunningProcess, readLastPid, readProcTable, startTimeOf, type ProcEntry, type ProcessIdentity, type ProcTable } from './proc-table.js';
 
 /** How often the shared scanner reads /proc while any agent is tracked. */
 export const defaultScanIntervalMs = 250;
@@ -75,12 +75,18 @@ export class ProcessTracker {
   /** The session and group ids known to be the agent's at the last scan. */
   private ids = new Set<number>();
 
-  /** `root` null: the agent was gone before it could be recorded; nothing is tracked. */
-  constructor(private readonly root: ProcessIdentity | null) {
-    if (root) {
-      this.members.set(root.pid, root.startTime);
-      this.ids.add(root.pid);
-    }
+  /** Nothing that started before it is the agent's. */
+  private readonly since: number;
+
+  /**
+   * Tracks the agent `rootPid`, which started at `rootStartTime`; null when it was gone
+   * before it could be read: then what still holds its session or group (the number is not
+   * reused while they do) is taken at the next scan, if it started after the supervisor.
+   */
+  constructor(rootPid: number, rootStartTime: number | null) {
+    if (rootStartTime !== null) this.members.set(rootPid, rootStartTime);
+    this.ids.add(rootPid);
+    this.since = rootStartTime ?? startTimeOf(process.pid) ?? 0;
   }
 
   /** The tracked processes, for records (plain JSON). */
@@ -90,8 +96,6 @@ export class ProcessTracker {
 
   /** Takes in one scan: who is the agent's now (see the rules at the top of this file). */
   update(view: ScanView): void {
-    const root = this.root;
-    if (!root) return;
     const vouched = new Set(this.ids);
     const pending: ProcEntry[] = [];
     for (const [pid, startTime] of this.members) {
@@ -103,7 +107,7 @@ export class ProcessTracker {
     for (const id of vouched) pending.push(...(view.byGroupOrSession.get(id) ?? []));
     const found = new Map<number, ProcEntry>();
     for (let entry = pending.pop(); entry; entry = pending.pop()) {
-      if (found.has(entry.pid) || entry.startTime < root.startTime || isProtected(entry.pid)) continue;
+      if (found.has(entry.pid) || entry.startTime < this.since || isProtected(entry.pid)) continue;
       found.set(entry.pid, entry);
       vouched.add(entry.pid); // so the session or group it leads is the agent's: one update is a fixpoint
       pending.push(...(view.byGroupOrSession.get(entry.pid) ?? []));
@@ -305,8 +309,7 @@ export function createProcTrackingContainment(scanner: ProcScanner = procScanner
 export const procTrackingContainment: ContainmentMechanism = createProcTrackingContainment();
 
 function containByTracking(spawnedPid: number, scanner: ProcScanner): Containment {
-  const startTime = readProcEntry(spawnedPid)?.startTime;
-  const tracker = new ProcessTracker(startTime === undefined ? null : { pid: spawnedPid, startTime });
+  const tracker = new ProcessTracker(spawnedPid, startTimeOf(spawnedPid));
   scanner.register(tracker);
   let killing: Promise<void> | undefined;
   return {
@@ -323,7 +326,8 @@ function containByTracking(spawnedPid: number, scanner: ProcScanner): Containmen
  * since the last one) and SIGSTOPs what was not signalled yet, so that nothing forks on, or
  * orphans a child, while it is being killed; the first round with nothing new (or any round
  * after the deadline) SIGKILLs everything that runs. Resolves when nothing runs (zombies are
- * gone), or, past the deadline, once the last survivors are SIGKILLed, with a warning.
+ * gone); past the deadline, once the survivors are SIGKILLed, rejects naming them (as the
+ * cgroup mechanism does: uninterruptible sleep can outlast a SIGKILL).
  */
 async function killEveryTracked(tracker: ProcessTracker, scanner: ProcScanner): Promise<void> {
   const deadline = Date.now() + killDeadlineMs;
@@ -342,7 +346,7 @@ async function killEveryTracked(tracker: ProcessTracker, scanner: ProcScanner): 
       continue; // the next full scan waits for the event loop's next turn
     }
     for (const entry of running) signal(entry.pid, 'SIGKILL');
-    if (Date.now() >= deadline) return warnSurvivors(running);
+    if (Date.now() >= deadline) throw new Error(`proc-tracking: ${survivorList(running)} still running ${killDeadlineMs} ms after SIGKILL`);
     await delay(killPollMs);
   }
 }
@@ -351,7 +355,7 @@ async function killEveryTracked(tracker: ProcessTracker, scanner: ProcScanner): 
  * Kills, of `pids` (records of an earlier run, e.g. after a host crash), only the processes
  * that are still the same — pid and start time — and run; the others (gone, zombies, or a
  * reused pid) are skipped. All are frozen before any is killed. Resolves once the killed are
- * gone, or at the deadline with a warning.
+ * gone, or at the deadline with a warning naming the survivors.
  */
 export async function killTracked(pids: ProcessIdentity[]): Promise<{ killed: number[]; skipped: number[] }> {
   const live = pids.filter((identity) => isRunningProcess(identity) && !isProtected(identity.pid));
@@ -361,7 +365,7 @@ export async function killTracked(pids: ProcessIdentity[]): Promise<{ killed: nu
   const deadline = Date.now() + killDeadlineMs;
   for (let running = killed; running.length > 0; running = running.filter(isRunningProcess)) {
     if (Date.now() >= deadline) {
-      warnSurvivors(running);
+      process.emitWarning(`agentvisor: killTracked: ${survivorList(running)} still running ${killDeadlineMs} ms after SIGKILL`);
       break;
     }
     await delay(killPollMs);
@@ -382,7 +386,4 @@ function signal(pid: number, name: NodeJS.Signals): boolean {
   }
 }
 
-function warnSurvivors(running: ProcessIdentity[]): void {
-  const pids = running.map(({ pid }) => pid).join(', ');
-  process.emitWarning(`agentvisor: proc-tracking containment: still running ${killDeadlineMs} ms after SIGKILL: ${pids}`);
-}
+const survivorList = (running: ProcessIdentity[]) => running.map(({ pid }) => pid).join(', ');

@@ -6,7 +6,8 @@
  * else is polled with a deadline. Every process a test starts is killed after it.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseStat, readProcTable, startTimeOf, type ProcEntry, type ProcessIdentity } from '../../services/containment/proc-table.js';
 import {
@@ -20,6 +21,11 @@ import {
 } from '../../services/containment/proc-tracking.containment.js';
 import type { Containment } from '../../services/containment/containment.js';
 import { eventually, isRunning, scratch } from '../support/real-agents.js';
+
+const onPath = (command: string) => (process.env.PATH ?? '').split(':').some((dir) => existsSync(join(dir, command)));
+/** What the tests on real processes need; on a host that lacks any, they are skipped. */
+const missing = [...(existsSync('/proc/self/stat') ? [] : ['/proc']), ...['setsid', 'perl'].filter((command) => !onPath(command))];
+if (missing.length > 0) console.warn(`proc-tracking tests on real processes skipped: this host lacks ${missing.join(', ')}`);
 
 let files: ReturnType<typeof scratch>;
 let containments: Containment[];
@@ -35,11 +41,13 @@ beforeEach(() => {
 
 afterEach(async () => {
   for (const containment of containments) containment.release();
-  await eventually(() => {
-    const running = survivors();
-    for (const pid of running) process.kill(pid, 'SIGKILL');
-    return running.length === 0;
-  }, 'the test processes to be killed');
+  if (missing.length === 0) {
+    await eventually(() => {
+      const running = survivors();
+      for (const pid of running) process.kill(pid, 'SIGKILL');
+      return running.length === 0;
+    }, 'the test processes to be killed');
+  }
   files.cleanup();
 });
 
@@ -95,7 +103,7 @@ const sessionAndGroup = (pid: number) => {
   return { sid: entry.sid, pgid: entry.pgid };
 };
 
-describe('procTrackingContainment on real processes', () => {
+describe.skipIf(missing.length > 0)('procTrackingContainment on real processes', () => {
   it('kills a child, a setsid child, double-forked daemons and a child in its own group once the agent is killed', async () => {
     const agent = startAgent(`
       sleep 1000 & echo "child $!" >> pids
@@ -186,7 +194,7 @@ describe('procTrackingContainment on real processes', () => {
   });
 });
 
-describe('killTracked', () => {
+describe.skipIf(missing.length > 0)('killTracked', () => {
   it('kills only the processes whose pid and start time still match: never a reused pid', async () => {
     const victim = startAgent('sleep 1000');
     const bystander = startAgent('sleep 1000');
@@ -201,7 +209,7 @@ describe('killTracked', () => {
   });
 });
 
-describe('the shared scanner', () => {
+describe.skipIf(missing.length > 0)('the shared scanner', () => {
   it('runs one unref’d timer while any agent is tracked, and none once all are released', async () => {
     const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
     const before = timers();
@@ -227,10 +235,9 @@ describe('ProcessTracker rules, on tables of our own', () => {
   const entry = (pid: number, ppid: number, sid: number, pgid: number, startTime: number, state = 'S'): ProcEntry => ({ pid, ppid, sid, pgid, startTime, state, comm: 'x' });
   const view = (...entries: ProcEntry[]) => scanView(new Map(entries.map((each) => [each.pid, each])));
   const pidsOf = (tracker: ProcessTracker) => tracker.identities().map(({ pid }) => pid).sort((a, b) => a - b);
-  const root = { pid: 100, startTime: 1_000 };
 
   it('never takes a reused pid: not the agent’s, not a member’s, not their children', () => {
-    const tracker = new ProcessTracker(root);
+    const tracker = new ProcessTracker(100, 1_000);
     tracker.update(view(entry(100, 1, 100, 100, 1_000), entry(101, 100, 100, 100, 1_001)));
     expect(pidsOf(tracker)).toEqual([100, 101]);
     // Both exit; by the next scan their pids are unrelated processes (other start times) with a child.
@@ -242,7 +249,7 @@ describe('ProcessTracker rules, on tables of our own', () => {
   });
 
   it('keeps a reparented member, and adopts an orphan of a session one scan after its holders died, not later', () => {
-    const tracker = new ProcessTracker(root);
+    const tracker = new ProcessTracker(100, 1_000);
     tracker.update(view(entry(100, 1, 100, 100, 1_000), entry(101, 100, 101, 101, 1_001)));
     // 101 (a setsid child) forked 102 and exited, then the agent died; 101's session lives on in 102.
     tracker.update(view(entry(102, 1, 101, 101, 1_002)));
@@ -257,17 +264,18 @@ describe('ProcessTracker rules, on tables of our own', () => {
   });
 
   it('adopts nothing older than the agent, and never init or the supervisor', () => {
-    const tracker = new ProcessTracker(root);
+    const tracker = new ProcessTracker(100, 1_000);
     tracker.update(
       view(entry(100, 1, 100, 100, 1_000), entry(50, 1, 100, 100, 999), entry(1, 0, 100, 100, 1_000), entry(process.pid, 100, 100, 100, 1_001)),
     );
     expect(pidsOf(tracker)).toEqual([100]);
   });
 
-  it('tracks nothing when the agent was gone before it was contained', () => {
-    const tracker = new ProcessTracker(null);
-    tracker.update(view(entry(100, 1, 100, 100, 1_000)));
-    expect(pidsOf(tracker)).toEqual([]);
+  it('takes what holds the session of an agent gone before it was contained, if younger than the supervisor', () => {
+    const supervisorStart = startTimeOf(process.pid)!;
+    const tracker = new ProcessTracker(100, null);
+    tracker.update(view(entry(101, 1, 100, 100, supervisorStart + 1), entry(102, 1, 100, 100, supervisorStart - 1), entry(103, 101, 103, 103, supervisorStart + 2)));
+    expect(pidsOf(tracker)).toEqual([101, 103]);
   });
 });
 
@@ -280,7 +288,7 @@ describe('parseStat', () => {
     expect(parseStat('not a stat line')).toBeNull();
   });
 
-  it('reads this very process', () => {
+  it.skipIf(missing.length > 0)('reads this very process', () => {
     const self = readProcTable().get(process.pid)!;
     expect(self).toMatchObject({ pid: process.pid, ppid: process.ppid, state: 'R' });
     expect(self.startTime).toBe(startTimeOf(process.pid));
