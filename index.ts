@@ -9,7 +9,7 @@
  * await supervisor.shutdown();
  */
 export { createSupervisor, Supervisor } from './api/supervisor.js';
-export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport } from './api/supervisor.js';
+export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult } from './api/supervisor.js';
 export type { ContainmentKind } from './core/containment-kind.js';
 export { defaultOptions, type SupervisorOptions, type SessionOptions, type InspectOption } from './api/options.js';
 export { Session, type SessionEvents } from './api/session.js';

@@ -11,6 +11,7 @@ import { describeError } from '../core/errors.js';
 import type { AgentProcessInput, ProcessCommand, ProcessEvent } from '../machines/agent-events.js';
 import { openAcpConnection, type AcpClientOptions } from '../services/acp-client.service.js';
 import { spawnAgentProcess } from '../services/agent-process.service.js';
+import type { AgentRecords } from '../services/agent-records.service.js';
 import type { ContainmentMechanism } from '../services/containment/containment.js';
 import { signalGroup } from '../services/process-group.service.js';
 
@@ -41,6 +42,8 @@ export interface AgentProcessDependencies {
   stderrLines?: number;
   /** The containment every agent process runs in (services/containment/); none: process groups. */
   containment?: ContainmentMechanism | null;
+  /** Where live processes are recorded for an orphan sweep (services/agent-records.service.ts); none: not recorded. */
+  records?: AgentRecords | null;
 }
 
 
@@ -51,7 +54,7 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     const report = (event: ProcessEvent) => {
       if (!released) sendBack(event);
     };
-    const proc = spawnAgentProcess(deps.getSpec(input.agent), { stderrLines: deps.stderrLines, containment: deps.containment, agent: input.agent });
+    const proc = spawnAgentProcess(deps.getSpec(input.agent), { stderrLines: deps.stderrLines, containment: deps.containment, agent: input.agent, records: deps.records });
     const pid = proc.pid;
 
     if (pid === undefined) {

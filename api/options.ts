@@ -12,6 +12,7 @@ import type { StallPolicy } from '../machines/session-events.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
 import type { RuntimeSettings } from '../runtime/supervisor-runtime.js';
 import { containmentKinds, type ContainmentPreference } from '../runtime/containment-choice.js';
+import { defaultStateDir } from '../runtime/state-dir.js';
 
 export type { Clock };
 
@@ -40,6 +41,14 @@ export interface SupervisorOptions {
    * `'none'` (default for now) for process groups only.
    */
   containment?: ContainmentPreference;
+  /**
+   * Where live agent processes are recorded (`<stateDir>/processes/*.json`) so that
+   * `sweepOrphans()` can kill what a crashed supervisor left behind. Default
+   * `$XDG_STATE_HOME/agentvisor` or `~/.local/state/agentvisor`; `false`: no records.
+   */
+  stateDir?: string | false;
+  /** Sweep orphans once by itself before the first spawn (default true; `orphans:swept` tells the outcome). */
+  sweepOnStart?: boolean;
   /** How permission requests are answered (default 'ask': `permission:request` events). Overridable per session. */
   permissions?: PermissionPolicy;
   /** A permission request unanswered this long is answered `cancelled` (default 300 000 ms). */
@@ -93,6 +102,8 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
     maxAgents: options.maxAgents ?? defaultOptions.maxAgents,
     stderrLines: options.stderrLines ?? defaultOptions.stderrLines,
     containment: options.containment ?? 'none',
+    stateDir: options.stateDir === undefined ? defaultStateDir() : typeof options.stateDir === 'string' && options.stateDir !== '' ? resolve(options.stateDir) : options.stateDir,
+    sweepOnStart: options.sweepOnStart ?? true,
     timings: {
       restart,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? defaultOptions.handshakeTimeoutMs,
@@ -119,6 +130,10 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
   if (!['auto', 'none', ...containmentKinds].includes(resolved.containment)) {
     throw invalidOptions(`Option containment must be 'auto', 'none' or one of ${containmentKinds.map((kind) => `'${kind}'`).join(', ')}, got ${String(resolved.containment)}`);
   }
+  if (resolved.stateDir !== false && (typeof resolved.stateDir !== 'string' || resolved.stateDir === '')) {
+    throw invalidOptions(`Option stateDir must be a directory path or false, got ${String(resolved.stateDir)}`);
+  }
+  if (typeof resolved.sweepOnStart !== 'boolean') throw invalidOptions(`Option sweepOnStart must be true or false, got ${String(resolved.sweepOnStart)}`);
   requireInteger('restart.maxAttempts', restart.maxAttempts, 0);
   for (const [name, value] of Object.entries({
     'restart.initialDelayMs': restart.initialDelayMs,

@@ -73,7 +73,16 @@ export interface SupervisorEventMap {
    * containment than asked for (or only process groups): which, and why each stronger one was refused.
    */
   'containment:degraded': RuntimeEvents['containment:degraded'];
+  /**
+   * The orphan sweep's outcome (`sweepOrphans()`, and once by itself before the first spawn
+   * unless `sweepOnStart: false`): what crashed supervisors left behind and was killed, and
+   * what was left alone, with why.
+   */
+  'orphans:swept': OrphanSweepResult;
 }
+
+/** What `sweepOrphans()` did: processes killed, and records left alone or dropped with the reason. */
+export type OrphanSweepResult = RuntimeEvents['orphans:swept'];
 
 export interface CallOptions {
   signal?: AbortSignal;

@@ -14,10 +14,10 @@ import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.j
 import { acpMethods } from '../services/acp-client.service.js';
 import { abortable } from '../util/abort.js';
 import { resolveOptions, resolveSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
-import type { AgentHandle, AgentSummary, CallOptions, ContainmentReport, SupervisorEventMap } from './public-types.js';
+import type { AgentHandle, AgentSummary, CallOptions, ContainmentReport, OrphanSweepResult, SupervisorEventMap } from './public-types.js';
 import { Session } from './session.js';
 
-export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport } from './public-types.js';
+export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult } from './public-types.js';
 
 /**
  * Supervises agent processes. Create it with {@link createSupervisor}.
@@ -54,6 +54,17 @@ export class Supervisor {
   get containment(): ContainmentReport {
     const { mechanism, refused } = this.runtime.containment;
     return { kind: mechanism?.kind ?? null, refused: [...refused] };
+  }
+
+  /**
+   * Kills what crashed supervisors left behind, from the records in `stateDir`
+   * (docs/containment.md): a record whose owner still runs is left alone ('owner alive'); a
+   * dead owner's processes are killed through their containment, never a pid whose start
+   * time differs from the recorded one ('pid reused'), and the record is removed. Emits
+   * `orphans:swept`. With `stateDir: false` there is nothing to sweep.
+   */
+  sweepOrphans(): Promise<OrphanSweepResult> {
+    return this.runtime.sweepOrphans();
   }
 
   /** Adds an agent at runtime. Throws `invalid_options` for a bad spec or a taken name. */

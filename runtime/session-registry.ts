@@ -12,6 +12,7 @@ import type { PermissionPolicy, PermissionRequest } from '../core/permission-pol
 import { sessionActorId, type agentMachine } from '../machines/agent.machine.js';
 import type { SessionMachineInput, SessionStatus, StallPolicy } from '../machines/session-events.js';
 import type { sessionMachine } from '../machines/session.machine.js';
+import type { SweepResult } from '../services/agent-records.service.js';
 import type { FsSandbox } from '../services/fs-sandbox.service.js';
 import type { TerminalSet } from '../services/terminal.service.js';
 import { EventHub } from '../util/event-hub.js';
@@ -23,6 +24,8 @@ type AgentActorRef = ActorRefFrom<typeof agentMachine>;
 export interface RuntimeEvents {
   /** Agents run under a weaker containment than asked for (or none): why each stronger one was refused. */
   'containment:degraded': { kind: ContainmentKind | null; refused: Array<{ kind: ContainmentKind; reason: string }> };
+  /** The orphan sweep's outcome: what crashed supervisors left behind and was killed, or left alone. */
+  'orphans:swept': SweepResult;
   'permission:request': PermissionRequest;
   'sandbox:violation': { agent: string; sessionId: string; operation: 'read' | 'write' | 'terminal'; path: string; message: string };
   'session:status': { agent: string; sessionId: string; status: SessionStatus };

@@ -19,6 +19,7 @@ import type { StallPolicy } from '../machines/session-events.js';
 import { sessionMachine } from '../machines/session.machine.js';
 import { supervisorMachine, type AgentCommandEvent } from '../machines/supervisor.machine.js';
 import { acpMethods } from '../services/acp-client.service.js';
+import { AgentRecords, type SweepResult } from '../services/agent-records.service.js';
 import { EventHub } from '../util/event-hub.js';
 import { clientCapabilities, createClientHandlers } from './acp-client-handlers.js';
 import { chooseContainment, type ContainmentChoice, type ContainmentPreference } from './containment-choice.js';
@@ -44,6 +45,10 @@ export interface RuntimeSettings {
   timings: AgentTimings;
   stderrLines: number;
   containment: ContainmentPreference;
+  /** Where live processes are recorded for an orphan sweep; false: not recorded. */
+  stateDir: string | false;
+  /** Sweep orphans once, before the first spawn. */
+  sweepOnStart: boolean;
   sessions: SessionDefaults;
   clock?: Clock;
   clockForTimers: Clock;
@@ -62,6 +67,9 @@ export class SupervisorRuntime {
   /** The containment in effect, and the stronger mechanisms refused on this host. */
   readonly containment: ContainmentChoice;
   private readonly specs = new Map<string, AgentSpec>();
+  private readonly records: AgentRecords | null;
+  /** The start-up sweep while it runs: commands wait for it, so no spawn comes before it. */
+  private sweeping: Promise<void> | null = null;
 
   constructor(settings: RuntimeSettings) {
     this.sessions = new SessionRegistry({
@@ -88,12 +96,15 @@ export class SupervisorRuntime {
       },
     });
     this.containment = chooseContainment(settings.containment);
+    this.records = settings.stateDir === false ? null : new AgentRecords(settings.stateDir);
+    if (settings.sweepOnStart) this.sweepOnStart();
     const handlerDeps = { capabilities: settings.sessions.capabilities, sessions: this.sessions, broker: this.broker, events: this.events };
     const agentProcess = createAgentProcessActor({
       getSpec: (agent) => this.spec(agent),
       connections: this.connections,
       stderrLines: settings.stderrLines,
       containment: this.containment.mechanism,
+      records: this.records,
       acpOptions: (agent) => ({ clientCapabilities: clientCapabilities(settings.sessions.capabilities), handlers: createClientHandlers(agent, handlerDeps) }),
     });
     const connectionOf = (agent: string) => this.connections.usable(agent);
@@ -154,6 +165,8 @@ export class SupervisorRuntime {
    * idle, so a stop is done and a start is refused `shutting_down`.
    */
   command(event: Omit<AgentCommandEvent, 'requestId'>, options: RequestOptions = {}): Promise<unknown> {
+    // In order, after the start-up sweep: no agent is spawned before its orphans are gone.
+    if (this.sweeping) return this.sweeping.then(() => this.command(event, options));
     if (this.actor.getSnapshot().status !== 'active') {
       if (event.type === 'agent.stop') return this.has(event.agent) ? Promise.resolve() : Promise.reject(toError(event.agent, failures.unknownAgent(event.agent)));
       return Promise.reject(toError(event.agent, failures.shuttingDown(event.agent)));
@@ -175,6 +188,30 @@ export class SupervisorRuntime {
       });
       this.actor.send({ type: 'shutdown' });
     });
+  }
+
+  /** Kills what crashed supervisors left behind (records of dead owners); emits `orphans:swept`. */
+  async sweepOrphans(): Promise<SweepResult> {
+    const result = this.records ? await this.records.sweep() : { killed: [], skipped: [] };
+    this.events.emit('orphans:swept', result);
+    return result;
+  }
+
+  /**
+   * The start-up sweep. Without a dead owner's record (the usual case) it is settled at once
+   * and nothing waits; otherwise commands wait until it is done.
+   */
+  private sweepOnStart(): void {
+    if (!this.records?.hasOrphans()) {
+      const skipped = (this.records?.read() ?? []).map(({ record }) => ({ agent: record.agent, pid: record.agentProcess?.pid ?? record.wrapper.pid, reason: 'owner alive' }));
+      // After the caller's synchronous set-up, so listeners added right after creation hear it.
+      queueMicrotask(() => this.events.emit('orphans:swept', { killed: [], skipped }));
+      return;
+    }
+    this.sweeping = this.sweepOrphans().then(
+      () => void (this.sweeping = null),
+      () => void (this.sweeping = null),
+    );
   }
 
   private closeOnAgent(agent: string, sessionId: string): void {

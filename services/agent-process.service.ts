@@ -10,8 +10,10 @@ import type { AgentSpec } from '../core/agent-spec.js';
 import type { AgentErrorKind } from '../core/errors.js';
 import { withinGrace } from '../util/grace.js';
 import { StderrTail } from '../util/stderr-tail.js';
+import type { AgentRecords, RecordFile } from './agent-records.service.js';
 import type { Containment, ContainmentKind, ContainmentMechanism, SpawnRequest } from './containment/containment.js';
 import { signalOfInitExit } from './containment/pid-namespace.containment.js';
+import { startTimeOf } from './containment/proc-table.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
 
 /** How a spawned process ended. */
@@ -67,7 +69,12 @@ export interface SpawnOptions {
   containment?: ContainmentMechanism | null;
   /** The agent's name (names its cgroup). */
   agent?: string;
+  /** Where the process is recorded while it runs, for a sweep after a host crash; none: not recorded. */
+  records?: AgentRecords | null;
 }
+
+/** How often a growing container (/proc tracking) is written to its record again. */
+const recordRefreshMs = 1_000;
 
 /** Spawns `spec` as the leader of a new process group. Never throws for a missing command. */
 export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): AgentProcess {
@@ -105,6 +112,7 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
   child.stderr.on('error', () => {});
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
 
+  const record = pid !== undefined ? recordProcess(options.records, request, pid, contained) : null;
   let running = pid !== undefined;
   const settled = child.then(
     (result) => result,
@@ -128,6 +136,7 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
           await contained?.killAll().catch(() => {});
           contained?.release();
           await reap(pid);
+          record?.remove();
           // Let the last output arrive, but do not wait on pipes an escapee holds open.
           await withinGrace(settled, pipeDrainGraceMs);
           child.stdout.destroy();
@@ -161,6 +170,28 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
     },
     signalGroup: (signal) => {
       if (pid !== undefined) signalGroup(pid, signal);
+    },
+  };
+}
+
+/**
+ * Records a spawned process: at once, again when its agent pid is known, and while its
+ * container's handle changes (tracked pids); the caller removes the record once it is gone.
+ */
+function recordProcess(records: AgentRecords | null | undefined, request: SpawnRequest, pid: number, contained: Containment | null): RecordFile | null {
+  if (!records) return null;
+  const record = records.create(request.agent, request.command, pid, contained?.kind ?? null);
+  const refresh = () => record.update({ handle: contained?.handle() ?? null });
+  void (contained ? contained.agentPid : Promise.resolve(pid)).then((agentPid) => {
+    record.update({ agentProcess: { pid: agentPid, startTime: startTimeOf(agentPid) ?? 0 }, handle: contained?.handle() ?? null });
+  });
+  if (contained?.kind !== 'proc-tracking') return record;
+  const timer = setInterval(refresh, recordRefreshMs).unref();
+  return {
+    update: record.update,
+    remove() {
+      clearInterval(timer);
+      record.remove();
     },
   };
 }

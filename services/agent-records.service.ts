@@ -1,0 +1,191 @@
+/**
+ * Crash-safe records of live agent processes, and the orphan sweep that reads them.
+ *
+ * One JSON file per agent process, `<stateDir>/processes/<hostPid>-<hostStartTime>-<agent>-<wrapperPid>.json`,
+ * written atomically (temporary file, then rename) when the process is spawned, rewritten
+ * when its agent pid or container becomes known (and while a /proc-tracked container grows),
+ * removed once the process and its container are gone. A record holds no secret: the
+ * command, never its arguments nor its environment.
+ *
+ * After a host crash, `sweepOrphans()` reads every record whose owner (host pid AND start
+ * time) is gone and kills what it left behind, by its containment handle; a pid whose start
+ * time differs from the recorded one (a reused pid) is never signalled. No XState here.
+ */
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { killCgroup } from './containment/cgroup.containment.js';
+import type { ContainmentHandle, ContainmentKind } from './containment/containment.js';
+import { isRunningProcess, isSameProcess, readProcEntry, startTimeOf, type ProcessIdentity } from './containment/proc-table.js';
+import { killTracked } from './containment/proc-tracking.containment.js';
+import { signalGroup } from './process-group.service.js';
+
+/** What is kept of one live agent process. */
+export interface AgentRecord {
+  version: 1;
+  agent: string;
+  /** The agent's command (its arguments and environment are never recorded). */
+  command: string;
+  /** The spawned process (the containment wrapper, or the agent itself); also its process group id. */
+  wrapper: ProcessIdentity;
+  /** The agent's own process on this host, once known. */
+  agentProcess: ProcessIdentity | null;
+  pgid: number;
+  sid: number;
+  containment: ContainmentKind | null;
+  handle: ContainmentHandle | null;
+  /** The supervisor's process: while it runs (same start time), its records are left alone. */
+  owner: ProcessIdentity;
+  createdAt: string;
+}
+
+export interface SweepResult {
+  killed: Array<{ agent: string; pid: number; command: string }>;
+  skipped: Array<{ agent: string; pid: number; reason: string }>;
+}
+
+/** `$XDG_STATE_HOME/agentvisor`, or `~/.local/state/agentvisor`. */
+export function defaultStateDir(): string {
+  const base = process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
+  return join(base, 'agentvisor');
+}
+
+/** This process's identity, read once. */
+let self: ProcessIdentity | undefined;
+function ownerIdentity(): ProcessIdentity {
+  return (self ??= { pid: process.pid, startTime: startTimeOf(process.pid) ?? 0 });
+}
+
+/** One live record: rewrite it as more is known, remove it when the process is gone. */
+export interface RecordFile {
+  update(change: Partial<Pick<AgentRecord, 'agentProcess' | 'handle'>>): void;
+  remove(): void;
+}
+
+/** The records of one state directory. */
+export class AgentRecords {
+  readonly dir: string;
+
+  constructor(stateDir: string) {
+    this.dir = join(stateDir, 'processes');
+  }
+
+  /** Writes the record of a freshly spawned process (best effort: a record that cannot be written is skipped). */
+  create(agent: string, command: string, wrapperPid: number, containment: ContainmentKind | null): RecordFile {
+    const owner = ownerIdentity();
+    const entry = readProcEntry(wrapperPid);
+    const record: AgentRecord = {
+      version: 1,
+      agent,
+      command,
+      wrapper: { pid: wrapperPid, startTime: entry?.startTime ?? 0 },
+      agentProcess: null,
+      pgid: entry?.pgid ?? wrapperPid,
+      sid: entry?.sid ?? wrapperPid,
+      containment,
+      handle: null,
+      owner,
+      createdAt: new Date().toISOString(),
+    };
+    const path = join(this.dir, `${owner.pid}-${owner.startTime}-${agent.replace(/[^\w.-]/g, '_')}-${wrapperPid}.json`);
+    let removed = false;
+    let written = '';
+    const write = () => {
+      const text = JSON.stringify(record, null, 2);
+      if (removed || text === written) return;
+      try {
+        mkdirSync(this.dir, { recursive: true });
+        writeFileSync(`${path}.tmp`, text);
+        renameSync(`${path}.tmp`, path);
+        written = text;
+      } catch {
+        // Records are a safety net; a read-only state directory must not stop an agent.
+      }
+    };
+    write();
+    return {
+      update(change) {
+        Object.assign(record, change);
+        write();
+      },
+      remove() {
+        removed = true;
+        rmSync(path, { force: true });
+        rmSync(`${path}.tmp`, { force: true });
+      },
+    };
+  }
+
+  /** Every readable record, with its file. */
+  read(): Array<{ path: string; record: AgentRecord }> {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    const records: Array<{ path: string; record: AgentRecord }> = [];
+    for (const name of names.filter((each) => each.endsWith('.json'))) {
+      const path = join(this.dir, name);
+      try {
+        const record = JSON.parse(readFileSync(path, 'utf8')) as AgentRecord;
+        if (record?.version === 1 && record.owner && record.wrapper) records.push({ path, record });
+      } catch {
+        // Unreadable or half-written by a foreign tool: not ours to act on.
+      }
+    }
+    return records;
+  }
+
+  /** True when some record's owner is gone: a sweep would have work to do. */
+  hasOrphans(): boolean {
+    return this.read().some(({ record }) => !isSameProcess(record.owner));
+  }
+
+  /** Kills what dead owners left behind and removes their records; a live owner's records are left alone. */
+  async sweep(): Promise<SweepResult> {
+    const result: SweepResult = { killed: [], skipped: [] };
+    for (const { path, record } of this.read()) {
+      const pid = record.agentProcess?.pid ?? record.wrapper.pid;
+      if (isSameProcess(record.owner)) {
+        result.skipped.push({ agent: record.agent, pid, reason: 'owner alive' });
+        continue;
+      }
+      try {
+        const outcome = await killLeftovers(record);
+        if (outcome === 'killed') result.killed.push({ agent: record.agent, pid, command: record.command });
+        else result.skipped.push({ agent: record.agent, pid, reason: outcome });
+      } catch (error) {
+        result.skipped.push({ agent: record.agent, pid, reason: `kill failed: ${String(error)}` });
+      }
+      rmSync(path, { force: true });
+    }
+    return result;
+  }
+}
+
+/** Kills what one orphaned record names, never a pid whose start time differs. */
+async function killLeftovers(record: AgentRecord): Promise<'killed' | 'pid reused' | 'not running'> {
+  const handle = record.handle;
+  /** Nothing was killed: say whether a recorded pid now names another process. */
+  const gone = (...identities: ProcessIdentity[]) => (identities.some(({ pid, startTime }) => (readProcEntry(pid)?.startTime ?? startTime) !== startTime) ? 'pid reused' : 'not running');
+  switch (handle?.kind) {
+    case 'cgroup':
+      return (await killCgroup(handle.path)).killed.length > 0 ? 'killed' : 'not running';
+    case 'proc-tracking': {
+      const identities = [record.wrapper, ...(record.agentProcess ? [record.agentProcess] : []), ...handle.pids];
+      return (await killTracked(identities)).killed.length > 0 ? 'killed' : gone(...identities);
+    }
+    case 'pid-namespace': {
+      // The init's death empties the namespace; the wrapper (unshare) goes with it.
+      const recorded = [{ pid: handle.initPid, startTime: handle.initStartTime }, record.wrapper];
+      return (await killTracked(recorded)).killed.length > 0 ? 'killed' : gone(...recorded);
+    }
+    default: {
+      // Process group only: the group is signalled only while its leader is the recorded process.
+      if (!isRunningProcess(record.wrapper)) return gone(record.wrapper);
+      signalGroup(record.pgid, 'SIGKILL');
+      return 'killed';
+    }
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * Crash-safe records and the orphan sweep (docs/containment.md), on real processes: a host
+ * supervisor killed with SIGKILL leaves its agents behind, and a new supervisor on the same
+ * state directory kills them from the records; a live host's agents and reused pids are
+ * never touched; records come and go with the processes; the automatic sweep runs before the
+ * first spawn.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { createSupervisor, type ContainmentKind, type OrphanSweepResult } from '../../index.js';
+import type { AgentRecord } from '../../services/agent-records.service.js';
+import { startTimeOf } from '../../services/containment/proc-table.js';
+import { chooseContainment } from '../../services/containment/select.js';
+import { eventually, fixtureAgentScript, fixtureSpec, isRunning, useRealAgentEnvironment } from '../support/real-agents.js';
+
+const env = useRealAgentEnvironment();
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+const kinds: ContainmentKind[] = ['pid-namespace', 'cgroup', 'proc-tracking'];
+const available = new Set(kinds.filter((kind) => chooseContainment(kind).mechanism?.kind === kind));
+const hostKinds: Array<ContainmentKind | 'none'> = [...kinds.filter((kind) => available.has(kind)), 'none'];
+
+const stateDir = () => env.files.path('state');
+const recordFiles = () => (existsSync(join(stateDir(), 'processes')) ? readdirSync(join(stateDir(), 'processes')) : []);
+const readRecords = () => recordFiles().map((name) => JSON.parse(readFileSync(join(stateDir(), 'processes', name), 'utf8')) as AgentRecord);
+
+/** A supervisor in a node process of its own, importing the built package as a consumer does. */
+const hostScript = `
+  import { createSupervisor } from 'agentvisor';
+  const { stateDir, containment, command, args } = JSON.parse(process.env.HOST_SETTINGS);
+  const supervisor = createSupervisor({ stateDir, containment, sweepOnStart: false, agents: { fixture: { command, args } } });
+  const agent = await supervisor.ensureAgent('fixture');
+  console.log(JSON.stringify({ pid: agent.pid }));
+  setInterval(() => {}, 1 << 30);
+`;
+
+/** Writes a record as a crashed supervisor (owner: this process, with a start time it never had) would have. */
+function writeOrphanRecord(name: string, record: Partial<AgentRecord> & Pick<AgentRecord, 'wrapper'>): string {
+  const dir = join(stateDir(), 'processes');
+  mkdirSync(dir, { recursive: true });
+  const full: AgentRecord = {
+    version: 1,
+    agent: name,
+    command: 'sleep',
+    agentProcess: record.wrapper,
+    pgid: record.wrapper.pid,
+    sid: record.wrapper.pid,
+    containment: null,
+    handle: null,
+    owner: { pid: process.pid, startTime: startTimeOf(process.pid)! + 1 },
+    createdAt: new Date().toISOString(),
+    ...record,
+  };
+  const path = join(dir, `${name}.json`);
+  writeFileSync(path, JSON.stringify(full));
+  return path;
+}
+
+describe.each(hostKinds)('a crashed host, containment %s', (kind) => {
+  it('leaves records from which a new supervisor kills every leftover process', async () => {
+    // Without containment an escapee (own session) is out of reach; the grandchild stays in the group.
+    const flags = ['--spawn-grandchild', ...(kind === 'none' ? [] : ['--grandchild-escapes']), '--linger', '--pid-file', env.files.path('pids.txt')];
+    const settings = { stateDir: stateDir(), containment: kind, command: process.execPath, args: [fixtureAgentScript, ...flags] };
+    const host = execa(process.execPath, ['--input-type=module', '-e', hostScript], { cwd: root, env: { HOST_SETTINGS: JSON.stringify(settings) }, reject: false, buffer: false });
+    const started = await new Promise<{ pid: number }>((resolve, reject) => {
+      host.stdout!.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()) as { pid: number }));
+      void host.then((result) => reject(new Error(`the host exited: ${String(result.exitCode)}`)));
+    });
+    const [agentPid, grandchild] = env.files.pidLines()[0] as [number, number];
+    expect(started.pid).toBe(agentPid);
+    // A /proc-tracked container is recorded as it grows: wait until the record holds the escapee.
+    await eventually(() => readRecords().some((record) => record.agentProcess?.pid === agentPid && (kind !== 'proc-tracking' || JSON.stringify(record.handle).includes(`"pid":${grandchild}`))), 'the record to name the agent and its container');
+
+    host.kill('SIGKILL');
+    await host;
+
+    const sweeper = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+    const result = await sweeper.sweepOrphans();
+    await sweeper.shutdown();
+    await eventually(() => !isRunning(agentPid) && !isRunning(grandchild), 'the agent and its grandchild to be gone');
+    expect(recordFiles()).toEqual([]);
+    expect(result.skipped.filter((entry) => entry.reason === 'owner alive')).toEqual([]);
+    // Under a PID namespace the agent died with its host (setpriv --pdeathsig): nothing is left to kill.
+    if (kind !== 'pid-namespace') expect(result.killed).toEqual([expect.objectContaining({ agent: 'fixture', pid: agentPid, command: process.execPath })]);
+  });
+});
+
+describe('the orphan sweep', () => {
+  it("leaves a live host's agents alone", async () => {
+    env.supervisor = createSupervisor({ stateDir: stateDir(), agents: { fixture: fixtureSpec() } });
+    const agent = await env.supervisor.ensureAgent('fixture');
+    await eventually(() => readRecords().some((record) => record.agentProcess?.pid === agent.pid), 'the record to name the agent');
+    const second = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+    const result = await second.sweepOrphans();
+    await second.shutdown();
+    expect(result).toEqual({ killed: [], skipped: [{ agent: 'fixture', pid: agent.pid, reason: 'owner alive' }] });
+    expect(isRunning(agent.pid)).toBe(true);
+    expect(recordFiles()).toHaveLength(1);
+  });
+
+  it('never kills a reused pid (a start time that differs from the record)', async () => {
+    const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      const pid = sleeper.pid!;
+      await eventually(() => startTimeOf(pid) !== null, 'sleep to run');
+      const wrong = { pid, startTime: startTimeOf(pid)! - 1 };
+      writeOrphanRecord('plain', { wrapper: wrong });
+      writeOrphanRecord('namespaced', { wrapper: wrong, containment: 'pid-namespace', handle: { kind: 'pid-namespace', initPid: pid, initStartTime: wrong.startTime } });
+      writeOrphanRecord('tracked', { wrapper: wrong, containment: 'proc-tracking', handle: { kind: 'proc-tracking', pids: [wrong] } });
+      const supervisor = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+      const result = await supervisor.sweepOrphans();
+      await supervisor.shutdown();
+      expect(result.killed).toEqual([]);
+      expect(result.skipped).toHaveLength(3);
+      expect(result.skipped.find((entry) => entry.agent === 'plain')).toEqual({ agent: 'plain', pid, reason: 'pid reused' });
+      expect(isRunning(pid)).toBe(true);
+      expect(recordFiles()).toEqual([]);
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+  });
+
+  it('records a process while it runs (no arguments, no env), and removes the record after stop() and shutdown()', async () => {
+    env.supervisor = createSupervisor({ stateDir: stateDir(), agents: { fixture: fixtureSpec(['--pid-file', env.files.path('pids.txt')], { env: { SECRET_TOKEN: 'hunter2' } }) } });
+    const agent = await env.supervisor.ensureAgent('fixture');
+    await eventually(() => readRecords()[0]?.agentProcess?.pid === agent.pid, 'the record to name the agent');
+    expect(recordFiles()).toEqual([expect.stringMatching(new RegExp(`^${process.pid}-${startTimeOf(process.pid)}-fixture-${agent.pid}\\.json$`))]);
+    const text = readFileSync(join(stateDir(), 'processes', recordFiles()[0]!), 'utf8');
+    expect(text).not.toMatch(/hunter2|SECRET_TOKEN|--pid-file/);
+    expect(readRecords()[0]).toMatchObject({ agent: 'fixture', command: process.execPath, owner: { pid: process.pid, startTime: startTimeOf(process.pid) }, wrapper: { pid: agent.pid }, pgid: agent.pid, containment: null });
+
+    await env.supervisor.stop('fixture');
+    expect(recordFiles()).toEqual([]);
+    await env.supervisor.ensureAgent('fixture');
+    expect(recordFiles()).toHaveLength(1);
+    await env.supervisor.shutdown();
+    expect(recordFiles()).toEqual([]);
+  });
+
+  it('runs by itself before the first spawn and emits orphans:swept; sweepOnStart: false and stateDir: false turn it off', async () => {
+    const sleeper = spawn('sleep', ['30'], { stdio: 'ignore', detached: true });
+    try {
+      const pid = sleeper.pid!;
+      await eventually(() => startTimeOf(pid) !== null, 'sleep to run');
+      writeOrphanRecord('left-behind', { wrapper: { pid, startTime: startTimeOf(pid)! } });
+      env.supervisor = createSupervisor({ stateDir: stateDir(), agents: { fixture: fixtureSpec() } });
+      const order: string[] = [];
+      let swept: OrphanSweepResult | undefined;
+      env.supervisor.on('orphans:swept', (result) => ((swept = result), order.push('swept')));
+      env.supervisor.on('agent:status', ({ status }) => order.push(status));
+      await env.supervisor.ensureAgent('fixture');
+      expect(order[0]).toBe('swept');
+      expect(swept).toEqual({ killed: [{ agent: 'left-behind', pid, command: 'sleep' }], skipped: [] });
+      await eventually(() => !isRunning(pid), 'the orphan to be killed');
+
+      const quiet = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+      const noRecords = createSupervisor({ stateDir: false });
+      let heard = 0;
+      quiet.on('orphans:swept', () => heard++);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(heard).toBe(0);
+      expect(await noRecords.sweepOrphans()).toEqual({ killed: [], skipped: [] });
+      await Promise.all([quiet.shutdown(), noRecords.shutdown()]);
+      expect(() => createSupervisor({ stateDir: 42 as never })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+      expect(() => createSupervisor({ sweepOnStart: 'yes' as never })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+  });
+});
