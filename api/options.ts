@@ -42,6 +42,12 @@ export interface SupervisorOptions {
    */
   containment?: ContainmentPreference;
   /**
+   * SIGINT, SIGTERM and SIGHUP run `shutdown()` and then let the host end as it would have;
+   * a second signal skips every agent to SIGKILL (default true). `false` leaves signals to
+   * the embedding app. Several supervisors in one process share one set of listeners.
+   */
+  handleSignals?: boolean;
+  /**
    * Where live agent processes are recorded (`<stateDir>/processes/*.json`) so that
    * `sweepOrphans()` can kill what a crashed supervisor left behind. Default
    * `$XDG_STATE_HOME/agentvisor` or `~/.local/state/agentvisor`; `false`: no records.
@@ -134,6 +140,9 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
     throw invalidOptions(`Option stateDir must be a directory path or false, got ${String(resolved.stateDir)}`);
   }
   if (typeof resolved.sweepOnStart !== 'boolean') throw invalidOptions(`Option sweepOnStart must be true or false, got ${String(resolved.sweepOnStart)}`);
+  if (options.handleSignals !== undefined && typeof options.handleSignals !== 'boolean') {
+    throw invalidOptions(`Option handleSignals must be true or false, got ${String(options.handleSignals)}`);
+  }
   requireInteger('restart.maxAttempts', restart.maxAttempts, 0);
   for (const [name, value] of Object.entries({
     'restart.initialDelayMs': restart.initialDelayMs,

@@ -9,6 +9,7 @@ import { AgentError, authRequired, describeError, failures, invalidOptions, toEr
 import type { AgentStatus } from '../machines/agent-events.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
+import { handleSignalsFor } from '../runtime/signal-handling.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import { acpMethods } from '../services/acp-client.service.js';
@@ -36,12 +37,15 @@ export class Supervisor {
   private readonly handles = new WeakMap<LiveConnection, AgentHandle>();
   private readonly sessionFaces = new WeakMap<SessionRecord, Session>();
   private shutdownPromise: Promise<void> | undefined;
+  /** Stops handling host signals for this supervisor (runtime/signal-handling.ts). */
+  private readonly releaseSignals: (() => void) | undefined;
 
   constructor(options: SupervisorOptions = {}) {
     this.settings = resolveOptions(options);
     this.runtime = new SupervisorRuntime(this.settings);
     this.actor = this.runtime.actor;
     for (const [name, spec] of Object.entries(options.agents ?? {})) this.register(name, spec);
+    if (options.handleSignals ?? true) this.releaseSignals = handleSignalsFor(this);
     const { mechanism, refused } = this.runtime.containment;
     const asked = this.settings.containment;
     if (asked !== 'none' && (refused.length > 0 || !mechanism)) {
@@ -112,10 +116,12 @@ export class Supervisor {
 
   /**
    * Stops every agent in parallel; resolves when every process has exited. Afterwards every
-   * start is refused with kind `shutting_down`. Idempotent.
+   * start is refused with kind `shutting_down`. Idempotent. `force: true` (also during a
+   * shutdown already under way) skips every agent to the ladder's SIGKILL at once.
    */
-  shutdown(options: CallOptions = {}): Promise<void> {
-    this.shutdownPromise ??= this.runtime.shutdown();
+  shutdown(options: CallOptions & { force?: boolean } = {}): Promise<void> {
+    this.shutdownPromise ??= this.runtime.shutdown().finally(() => this.releaseSignals?.());
+    if (options.force) this.runtime.forceShutdown();
     return abortable(this.shutdownPromise, options.signal, 'shutdown');
   }
 

@@ -38,7 +38,9 @@ export interface AgentMachineInput extends AgentTimings {
 export type AgentCommand =
   | { type: 'ensure'; requestId?: string }
   | { type: 'reconnect'; requestId?: string }
-  | { type: 'stop'; requestId?: string };
+  | { type: 'stop'; requestId?: string }
+  /** While stopping: skip to the ladder's last rung (SIGKILL) now — a second interrupt. */
+  | { type: 'forceStop' };
 
 /** A session asks its agent to kill and restart its process (the stall policy `restart`). */
 export interface RestartRequest {

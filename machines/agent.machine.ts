@@ -325,6 +325,7 @@ export const agentMachine = setup({
         killing: {
           description: 'SIGKILL sent to the process group.',
           entry: 'killProcess',
+          on: { forceStop: { description: 'Already at the last rung.' } },
           after: {
             killTimeout: {
               target: '#agent.idle',
@@ -337,6 +338,7 @@ export const agentMachine = setup({
       on: {
         'process.spawned': { actions: { type: 'recordSpawn', params: ({ event }) => ({ pid: event.pid, containment: event.containment }) } },
         'process.exited': { target: 'idle', actions: 'releaseProcess', description: 'No process of the group is left.' },
+        forceStop: { target: '.killing', description: 'A forced shutdown (a second signal): SIGKILL now, without waiting out the earlier rungs.' },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
         reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
         stop: { actions: { type: 'addStopRequest', params: requestIdOf }, description: 'Already stopping: answered once idle.' },

@@ -40,6 +40,8 @@ export type SupervisorEvent =
   | { type: 'agent.register'; agent: string; displayName: string; jitterSeed: number }
   | AgentCommandEvent
   | { type: 'shutdown' }
+  /** During shutdown: every agent skips to SIGKILL now. */
+  | { type: 'shutdown.force' }
   | AgentReport;
 
 export type SupervisorEmitted =
@@ -93,6 +95,9 @@ export const supervisorMachine = setup({
     stopAllAgents: enqueueActions(({ enqueue, context }) => {
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'stop' });
     }),
+    forceStopAllAgents: enqueueActions(({ enqueue, context }) => {
+      for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'forceStop' });
+    }),
     recordAgentStatus: enqueueActions(({ enqueue, context }, params: { agent: string; status: AgentStatus; retrying: boolean }) => {
       const known = context.agents[params.agent];
       if (!known || (known.status === params.status && known.retrying === params.retrying)) return; // e.g. the initial idle of a new agent
@@ -144,6 +149,7 @@ export const supervisorMachine = setup({
         'agent.ensure': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
         'agent.reconnect': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
         'agent.stop': stopCommand('stop() during shutdown: answered once the agent is idle.'),
+        'shutdown.force': { actions: 'forceStopAllAgents', description: 'shutdown({ force: true }) or a second signal: every agent to SIGKILL now.' },
       },
     },
     stopped: {

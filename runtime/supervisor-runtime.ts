@@ -214,6 +214,11 @@ export class SupervisorRuntime {
     );
   }
 
+  /** During shutdown: every agent skips to the ladder's SIGKILL now (a second signal). */
+  forceShutdown(): void {
+    if (this.actor.getSnapshot().status === 'active') this.actor.send({ type: 'shutdown.force' });
+  }
+
   private closeOnAgent(agent: string, sessionId: string): void {
     const connection = this.connections.usable(agent);
     if (!connection || !this.connections.get(agent)?.initialize.agentCapabilities?.sessionCapabilities?.close) return;

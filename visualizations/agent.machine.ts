@@ -327,6 +327,7 @@ export const agentMachine = setup({
         killing: {
           description: 'SIGKILL sent to the process group.',
           entry: 'killProcess',
+          on: { forceStop: { description: 'Already at the last rung.' } },
           after: {
             killTimeout: {
               target: '#agent.idle',
@@ -342,6 +343,10 @@ export const agentMachine = setup({
           target: 'idle',
           actions: 'releaseProcess',
           description: 'No process of the group is left.',
+        },
+        forceStop: {
+          target: '.killing',
+          description: 'A forced shutdown (a second signal): SIGKILL now, without waiting out the earlier rungs.',
         },
         ensure: {
           actions: { type: 'addStartRequest' },

@@ -18,6 +18,7 @@ export const supervisorMachine = setup({
     refuseAtAgentLimit: () => {},
     refuseShuttingDown: () => {},
     stopAllAgents: () => {},
+    forceStopAllAgents: () => {},
     recordAgentStatus: () => {},
     relayAgentError: () => {},
     relaySettled: () => {},
@@ -127,6 +128,10 @@ export const supervisorMachine = setup({
             description: 'stop() during shutdown: answered once the agent is idle.',
           },
         ],
+        'shutdown.force': {
+          actions: 'forceStopAllAgents',
+          description: 'shutdown({ force: true }) or a second signal: every agent to SIGKILL now.',
+        },
       },
     },
     stopped: { type: 'final', description: 'Every agent is idle and every process gone.' },

@@ -137,6 +137,22 @@ describe('the last rung', () => {
   });
 });
 
+describe('a forced shutdown', () => {
+  it('skips every agent from the first rung to SIGKILL at once; forcing again changes nothing', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, agents: { stubborn: fixtureSpec(['--ignore-sigterm']) } });
+    const agent = await env.supervisor.ensureAgent('stubborn');
+    const done = env.supervisor.shutdown();
+    await waitForAgentState(env.supervisor, 'stubborn', 'stopping.closing');
+    void env.supervisor.shutdown({ force: true });
+    expect(agentState(env.supervisor, 'stubborn'), 'no shutdownTimeout, no killTimeout waited').toBe('stopping.killing');
+    void env.supervisor.shutdown({ force: true });
+    expect(agentState(env.supervisor, 'stubborn')).toBe('stopping.killing');
+    await done;
+    expect(isRunning(agent.pid)).toBe(false);
+  });
+});
+
 describe('the supervisor refuses', () => {
   it('reconnect() of an unknown agent, and of an idle agent at the agent limit', async () => {
     env.supervisor = createSupervisor({ maxAgents: 1, agents: { a: fixtureSpec(), b: fixtureSpec() } });
