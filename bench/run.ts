@@ -7,6 +7,7 @@
  * The agents' environment: see lib/env.ts (NODE_EXTRA_CA_CERTS is dropped; BENCH_KEEP_ENV=1
  * keeps it).
  */
+import * as containment from './containment.bench.js';
 import * as fanOut from './fan-out.bench.js';
 import * as handshake from './handshake.bench.js';
 import { prepareAgentEnvironment } from './lib/env.js';
@@ -34,6 +35,7 @@ export const benchmarks = [
   entry('fan-out', fanOut.fanOutBench, fanOut),
   entry('shutdown', shutdown.shutdownBench, shutdown),
   entry('restart-storm', restartStorm.restartStormBench, restartStorm),
+  entry('containment', containment.containmentBench, containment),
 ] as Array<Entry<unknown>>;
 
 async function main(argv: string[]): Promise<number> {

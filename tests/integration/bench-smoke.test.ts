@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import * as containment from '../../bench/containment.bench.js';
 import * as fanOut from '../../bench/fan-out.bench.js';
 import * as handshake from '../../bench/handshake.bench.js';
 import { agentScripts } from '../../bench/lib/agentvisor.js';
@@ -63,5 +64,9 @@ describe('benchmarks at smoke size', () => {
 
   it('restart storm', async () => {
     expectWellFormed(await restartStorm.restartStormBench(restartStorm.smokeSize, ctx), 'restart-storm');
+  }, 30_000);
+
+  it('containment', async () => {
+    expectWellFormed(await containment.containmentBench(containment.smokeSize, ctx), 'containment');
   }, 30_000);
 });
