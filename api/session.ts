@@ -85,7 +85,7 @@ export class Session implements AsyncIterable<SessionUpdate> {
    * `not_supported` when the agent cannot load sessions — never a silent fresh session.
    */
   async resume(options: { signal?: AbortSignal } = {}): Promise<void> {
-    this.actor(); // a closed session stays closed: session_closed before any reconnect
+    this.actor(); // throws session_closed for a closed session, before any reconnect is tried
     const canLoad = await this.host.canLoadSessions(this.agent, options.signal);
     await request(this.actor(), 'request.settled', { type: 'resume', canLoad }, this.agent, { signal: options.signal });
   }

@@ -46,12 +46,6 @@ export class Supervisor {
     this.actor = this.runtime.actor;
     for (const [name, spec] of Object.entries(options.agents ?? {})) this.register(name, spec);
     if (options.handleSignals ?? true) this.releaseSignals = handleSignalsFor(this);
-    const { mechanism, refused } = this.runtime.containment;
-    const asked = this.settings.containment;
-    if (asked !== 'none' && (refused.length > 0 || !mechanism)) {
-      // After the caller's synchronous set-up, so listeners added right after creation hear it.
-      queueMicrotask(() => this.runtime.events.emit('containment:degraded', this.containment));
-    }
   }
 
   /** The containment this supervisor's agents run in, and what was refused on this host. */

@@ -96,6 +96,11 @@ export class SupervisorRuntime {
       },
     });
     this.containment = chooseContainment(settings.containment);
+    const { mechanism, refused } = this.containment;
+    if (settings.containment !== 'none' && (refused.length > 0 || !mechanism)) {
+      // After the caller's synchronous set-up, so listeners added right after creation hear it.
+      queueMicrotask(() => this.events.emit('containment:degraded', { kind: mechanism?.kind ?? null, refused: [...refused] }));
+    }
     this.records = settings.stateDir === false ? null : new AgentRecords(settings.stateDir);
     if (settings.sweepOnStart) this.sweepOnStart();
     const handlerDeps = { capabilities: settings.sessions.capabilities, sessions: this.sessions, broker: this.broker, events: this.events };
@@ -202,16 +207,13 @@ export class SupervisorRuntime {
    * and nothing waits; otherwise commands wait until it is done.
    */
   private sweepOnStart(): void {
-    if (!this.records?.hasOrphans()) {
-      const skipped = (this.records?.read() ?? []).map(({ record }) => ({ agent: record.agent, pid: record.agentProcess?.pid ?? record.wrapper.pid, reason: 'owner alive' }));
-      // After the caller's synchronous set-up, so listeners added right after creation hear it.
-      queueMicrotask(() => this.events.emit('orphans:swept', { killed: [], skipped }));
-      return;
-    }
-    this.sweeping = this.sweepOrphans().then(
+    const killing = this.records?.hasOrphans() ?? false;
+    // Asynchronous: `orphans:swept` reaches listeners added right after creation.
+    const sweep = this.sweepOrphans().then(
       () => void (this.sweeping = null),
       () => void (this.sweeping = null),
     );
+    if (killing) this.sweeping = sweep;
   }
 
   /** During shutdown: every agent skips to the ladder's SIGKILL now (a second signal). */

@@ -3,8 +3,7 @@
  * tail of its stderr, and the stop ladder's rungs as plain methods. No XState here.
  */
 import { execa } from 'execa';
-import { accessSync, constants as fsConstants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { statSync } from 'node:fs';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { AgentSpec } from '../core/agent-spec.js';
 import type { AgentErrorKind } from '../core/errors.js';
@@ -14,6 +13,7 @@ import type { AgentRecords, RecordFile } from './agent-records.service.js';
 import type { Containment, ContainmentKind, ContainmentMechanism, SpawnRequest } from './containment/containment.js';
 import { signalOfInitExit } from './containment/pid-namespace.containment.js';
 import { startTimeOf } from './containment/proc-table.js';
+import { executableProblem } from './executable.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
 
 /** How a spawned process ended. */
@@ -229,23 +229,4 @@ function isDirectory(path: string): boolean {
 
 function notInstalled(spec: AgentSpec): SpawnFailure {
   return { kind: 'not_installed', detail: `${spec.command}: command not found`, command: spec.command, ...(spec.installHint ? { installHint: spec.installHint } : {}) };
-}
-
-/**
- * Why `command` cannot be executed as a spawn would look it up (PATH unless it has a
- * slash, relative to `cwd`): 'ENOENT', 'EACCES', or null when it can.
- */
-function executableProblem(command: string, cwd: string | undefined, path: string): 'ENOENT' | 'EACCES' | null {
-  const candidates = command.includes('/') ? [isAbsolute(command) ? command : resolve(cwd ?? process.cwd(), command)] : path.split(delimiter).filter(Boolean).map((dir) => join(resolve(cwd ?? process.cwd(), dir), command));
-  let problem: 'ENOENT' | 'EACCES' = 'ENOENT';
-  for (const candidate of candidates) {
-    try {
-      if (!statSync(candidate).isFile()) continue;
-      accessSync(candidate, fsConstants.X_OK);
-      return null;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EACCES') problem = 'EACCES';
-    }
-  }
-  return problem;
 }

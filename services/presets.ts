@@ -4,23 +4,10 @@
  * @example
  * createSupervisor({ agents: { codex: presets.codex({ env: { RUST_LOG: 'warn' } }) } });
  */
-import { accessSync, constants, existsSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { AgentSpec } from '../core/agent-spec.js';
-
-/** True when `command` is an executable file in one of PATH's directories. */
-export function isOnPath(command: string, path = process.env.PATH ?? ''): boolean {
-  return path.split(delimiter).some((dir) => {
-    if (!dir) return false;
-    try {
-      accessSync(join(dir, command), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
+import { isOnPath } from './executable.js';
 
 /** How to install each preset's command; a `not_installed` error carries it as `installHint`. */
 export const installHints = {

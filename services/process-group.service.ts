@@ -3,7 +3,7 @@
  * (detached), so an agent and every tool it started share one group id = the agent's pid,
  * and one negative-pid kill reaches them all.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { isRunningEntry, readProcTable } from './containment/proc-table.js';
 
 /** Sends `signal` to every process of group `pgid`. False when the group is already gone. */
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
@@ -30,24 +30,13 @@ export function groupIsAlive(pgid: number): boolean {
 }
 
 function groupHasRunningMemberOnLinux(pgid: number): boolean {
-  let entries: string[];
+  let table;
   try {
-    entries = readdirSync('/proc');
+    table = readProcTable();
   } catch {
-    return true;
+    return true; // /proc unreadable: trust the kill(0) probe above
   }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    // Fields after the parenthesised command: state ppid pgrp ...
-    const afterCommand = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(afterCommand[2]) === pgid && afterCommand[0] !== 'Z' && afterCommand[0] !== 'X') return true;
-  }
+  for (const entry of table.values()) if (entry.pgid === pgid && isRunningEntry(entry)) return true;
   return false;
 }
 

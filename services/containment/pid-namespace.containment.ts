@@ -21,6 +21,7 @@ import { execFileSync } from 'node:child_process';
 import { constants } from 'node:os';
 import { readFileSync } from 'node:fs';
 import type { Containment, ContainmentMechanism, SpawnRequest } from './containment.js';
+import { isRunningEntry, readProcEntry, startTimeOf } from './proc-table.js';
 
 /**
  * The namespace's init. fd 3 keeps stdin for the agent (an asynchronous list in a
@@ -88,22 +89,8 @@ function childOf(pid: number): number | null {
 
 /** True while `pid` runs (a zombie has finished running). */
 function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
-
-function startTimeOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-  } catch {
-    return 0;
-  }
+  const entry = readProcEntry(pid);
+  return entry !== null && isRunningEntry(entry);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -136,7 +123,7 @@ export function pidNamespaceContainment(support: PidNamespaceSupport): Containme
         agentPid,
         handle: () => {
           const pid = initPid ?? wrapperPid;
-          return { kind: 'pid-namespace', initPid: pid, initStartTime: startTimeOf(pid) };
+          return { kind: 'pid-namespace', initPid: pid, initStartTime: startTimeOf(pid) ?? 0 };
         },
         async killAll() {
           // SIGKILL reaches a namespace init from outside; its death empties the namespace.

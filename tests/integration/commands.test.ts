@@ -188,7 +188,7 @@ describe('the supervisor refuses', () => {
 });
 
 describe('waiting for a start', () => {
-  it('concurrent callers of a start that gives up get its failure; a status read never starts anything', async () => {
+  it('concurrent callers of a start that gives up (ensureAgent, and reconnect joining it) all get its failure', async () => {
     env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--fail-initialize']) } });
     const [one, two] = await Promise.all([outcome(env.supervisor.ensureAgent('fixture')), outcome(env.supervisor.reconnect('fixture'))]);
     expect(one).toMatchObject({ error: { kind: 'handshake_failed' } });
