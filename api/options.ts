@@ -36,9 +36,9 @@ export interface SupervisorOptions {
   stderrLines?: number;
   /**
    * How agent processes are contained so that nothing they start outlives them
-   * (docs/containment.md): `'auto'`, the strongest this host offers — `'pid-namespace'`,
-   * `'cgroup'`, `'proc-tracking'` — or one of them (a weaker one if it is refused), or
-   * `'none'` (default for now) for process groups only.
+   * (docs/containment.md): `'auto'` (default), the strongest this host offers —
+   * `'pid-namespace'`, `'cgroup'`, `'proc-tracking'` — or one of them (a weaker one if it is
+   * refused), or `'none'` for process groups only.
    */
   containment?: ContainmentPreference;
   /**
@@ -107,7 +107,7 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
   const resolved: RuntimeSettings = {
     maxAgents: options.maxAgents ?? defaultOptions.maxAgents,
     stderrLines: options.stderrLines ?? defaultOptions.stderrLines,
-    containment: options.containment ?? 'none',
+    containment: options.containment ?? 'auto',
     stateDir: options.stateDir === undefined ? defaultStateDir() : typeof options.stateDir === 'string' && options.stateDir !== '' ? resolve(options.stateDir) : options.stateDir,
     sweepOnStart: options.sweepOnStart ?? true,
     timings: {

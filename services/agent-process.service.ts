@@ -10,7 +10,7 @@ import type { AgentErrorKind } from '../core/errors.js';
 import { withinGrace } from '../util/grace.js';
 import { StderrTail } from '../util/stderr-tail.js';
 import type { AgentRecords, RecordFile } from './agent-records.service.js';
-import type { Containment, ContainmentKind, ContainmentMechanism, SpawnRequest } from './containment/containment.js';
+import type { ContainedSpawn, Containment, ContainmentKind, ContainmentMechanism, SpawnRequest } from './containment/containment.js';
 import { signalOfInitExit } from './containment/pid-namespace.containment.js';
 import { startTimeOf } from './containment/proc-table.js';
 import { executableProblem } from './executable.js';
@@ -90,15 +90,15 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
     const missing = executableProblem(spec.command, spec.cwd, spec.env?.PATH ?? process.env.PATH ?? '');
     if (missing) return notSpawned(stderr, missing === 'ENOENT' ? notInstalled(spec) : { kind: 'spawn_failed', detail: `${spec.command}: ${missing}` });
   }
-  const launch = mechanism ? mechanism.wrap(request) : request;
+  const launch: ContainedSpawn = mechanism ? mechanism.wrap(request) : request;
+  // fd 3, when asked for, is the wrapper's lifeline: this process holds the other end.
+  const stdio: ['pipe', 'pipe', 'pipe', ...'pipe'[]] = launch.lifeline ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'];
   const child = execa(launch.command, launch.args, {
     cwd: spec.cwd,
     env: spec.env,
     extendEnv: true,
     detached: true, // its own process group: one signal reaches the agent and its tools
-    stdin: 'pipe',
-    stdout: 'pipe',
-    stderr: 'pipe',
+    stdio,
     buffer: false,
     reject: false,
     cleanup: false, // the supervisor owns the lifetime; the ladder and cleanup kill the group
@@ -142,6 +142,7 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
           child.stdout.destroy();
           child.stderr.destroy();
           child.stdin.destroy();
+          child.stdio.at(3)?.destroy(); // the lifeline, if any
           stderr.flush();
           return exit;
         });

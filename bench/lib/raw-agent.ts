@@ -113,6 +113,16 @@ async function exitsWithin(agent: RawAgent, ms: number): Promise<boolean> {
   return exited;
 }
 
+/** Signals one process; a gone process is no error. */
+export function killProcess(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Signals a process group; a gone group is no error. */
 export function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal);

@@ -6,7 +6,7 @@
  */
 import { watchAgentStates } from './agent-states.js';
 import { agentvisor, fixtureAgentScript, type AgentSpec, type Supervisor, type SupervisorOptions } from './agentvisor.js';
-import { killGroup, startRawAgent, stopRawAgent, type RawAgent } from './raw-agent.js';
+import { killProcess, startRawAgent, stopRawAgent, type RawAgent } from './raw-agent.js';
 import { median, now, quantile, round, sleep } from './stats.js';
 
 /** What a fleet is made with. */
@@ -111,14 +111,15 @@ class StormLog {
 }
 
 /**
- * One storm, the same on both sides: SIGKILL every victim's group at once, then wait (polling)
+ * One storm, the same on both sides: SIGKILL every victim at once (the agent's own pid, as a
+ * crash would; a contained agent is not its group's leader), then wait (polling)
  * until the fleet's restarts have connected all `size.agents` again; throws on a failed
  * restart or after stormTimeoutMs.
  */
 async function storm(label: string, victims: readonly number[], log: StormLog, size: FleetOptions): Promise<StormRecord> {
   log.reset();
   const killedAt = now();
-  for (const pid of victims) killGroup(pid, 'SIGKILL');
+  for (const pid of victims) killProcess(pid, 'SIGKILL');
   const deadline = killedAt + stormTimeoutMs;
   while (log.connects.length < size.agents && log.failures.length === 0) {
     if (now() > deadline) throw new Error(`restart storm: timed out waiting for ${label}: ${log.connects.length}/${size.agents} reconnected`);

@@ -22,6 +22,12 @@ export type { ContainmentKind };
 export interface ContainedSpawn {
   command: string;
   args: string[];
+  /**
+   * The wrapper watches fd 3 and kills the agent when it closes: the host passes a pipe
+   * there and holds its end for as long as it lives, so even a host killed by SIGKILL
+   * takes its agents with it.
+   */
+  lifeline?: boolean;
 }
 
 /** The agent process to contain, as the process service spawns it. */

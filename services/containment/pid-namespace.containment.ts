@@ -1,48 +1,64 @@
 /**
  * Containment in a PID namespace of the agent's own, through util-linux:
  *
- *   setpriv --pdeathsig KILL  unshare [--user --map-current-user] --pid --fork --kill-child
- *     /bin/sh -c <init shim>  agentvisor-init <command> <args...>
+ *   unshare [--user --map-current-user] --pid  /bin/sh -c <shim>  agentvisor-init <command> <args...>
  *
- * The shim is the namespace's init (pid 1 inside). It starts the agent as pid 2, forwards
- * SIGTERM, SIGINT and SIGHUP to it (the kernel drops signals to a namespace init that has no
- * handler, so without a shim the stop ladder's SIGTERM would be lost), and exits with the
- * agent's status. When the init exits, the kernel SIGKILLs everything left in the namespace:
- * setsid escapees and double-forked daemons included. `--kill-child` kills the init when
- * `unshare` dies, and `setpriv --pdeathsig KILL` kills `unshare` when the host process dies
- * (even by SIGKILL), so a crashed host leaves nothing running either.
+ * `unshare` without `--fork` makes the namespace and becomes the shim's outer shell, which
+ * stays in the host's namespace (it is the spawned process: its pid and process group are
+ * the handle's). The outer shell's first child is the namespace's init (pid 1 inside); the
+ * init starts the agent (pid 2), forwards SIGTERM, SIGINT and SIGHUP to it (the kernel drops
+ * signals to a namespace init that has no handler, so an agent running as init would never
+ * see the stop ladder's SIGTERM), and exits with the agent's status. When the init exits,
+ * the kernel SIGKILLs everything left in the namespace: setsid escapees and double-forked
+ * daemons included. The outer shell forwards the same signals to the init and exits with
+ * its status.
  *
- * Known limits (docs/containment.md): `unshare` waits for the init with the agent's stdio
- * still open, so an agent that closes its stdout but keeps running is only noticed when it
- * exits; and an agent killed by signal n is reported as exit code 128 + n by the shim
- * (`signalOfInitExit` maps it back).
+ * Both shells close their own stdio once the agent has it, so the agent is the only holder
+ * of its pipes: an agent that closes its stdout is noticed at once, as without containment.
+ *
+ * A host that dies (even by SIGKILL) takes its agents with it through a lifeline: the host
+ * passes one end of a pipe as fd 3 and holds the other; a watcher in the namespace blocks
+ * reading fd 3, and when the host's end closes it SIGKILLs the agent, the init exits and the
+ * namespace is emptied. The watcher ignores the stop ladder's signals, so it keeps watching
+ * until the very end.
+ *
+ * Known limit (docs/containment.md): an agent killed by signal n is reported as exit code
+ * 128 + n by the shim (`signalOfInitExit` maps it back).
  */
 import { execFileSync } from 'node:child_process';
 import { constants } from 'node:os';
 import { readFileSync } from 'node:fs';
 import type { Containment, ContainmentMechanism, SpawnRequest } from './containment.js';
-import { isRunningEntry, readProcEntry, startTimeOf } from './proc-table.js';
+import { isRunningProcess, isSameProcess, readProcEntry, startTimeOf, type ProcessIdentity } from './proc-table.js';
+
+/** `trap` lines that forward the signals the stop ladder and a terminal send to `$target`. */
+const forwardSignals = (target: string) => ['TERM', 'INT', 'HUP'].map((signal) => `trap 'kill -${signal} $${target} 2>/dev/null' ${signal}`);
+
+/** Waits for `$child` until it has exited (a trapped signal interrupts `wait`), then exits with its status. */
+const exitWith = (child: string) => `while :; do wait $${child}; s=$?; kill -0 $${child} 2>/dev/null || exit $s; done`;
 
 /**
- * The namespace's init. fd 3 keeps stdin for the agent (an asynchronous list in a
- * non-interactive shell would get /dev/null); the init then closes its own stdio, so it
- * holds none of the agent's pipes open.
+ * The shim. fd 4 keeps stdin for the agent (an asynchronous list in a non-interactive shell
+ * would get /dev/null); fd 3 is the host's lifeline. Traps are set before the init is forked:
+ * a subshell resets caught signals to their defaults, so the init sets its own.
  */
-const initShim = [
-  'trap "kill -TERM \\$c 2>/dev/null" TERM',
-  'trap "kill -INT \\$c 2>/dev/null" INT',
-  'trap "kill -HUP \\$c 2>/dev/null" HUP',
-  'exec 3<&0',
-  '"$@" <&3 3<&- & c=$!',
-  'exec 0<&- 1>&- 2>&- 3<&-',
-  'while :; do wait $c; s=$?; kill -0 $c 2>/dev/null || exit $s; done',
+export const namespaceShim = [
+  ...forwardSignals('i'),
+  'exec 4<&0',
+  '(',
+  ...forwardSignals('c'),
+  '"$@" <&4 3<&- 4<&- & c=$!',
+  "{ trap '' TERM INT HUP; read -r _ <&3; kill -KILL $c 2>/dev/null; } </dev/null >/dev/null 2>&1 4<&- &",
+  'exec 0<&- 1>&- 2>&- 3<&- 4<&-',
+  exitWith('c'),
+  ') & i=$!',
+  'exec 0<&- 1>&- 2>&- 3<&- 4<&-',
+  exitWith('i'),
 ].join('\n');
 
 /** How `unshare` can be run here: as it is (root), or in a user namespace of its own. */
 export interface PidNamespaceSupport {
   unshareArgs: string[];
-  /** setpriv is there to tie unshare's life to the host's. */
-  pdeathsig: boolean;
 }
 
 let cachedSupport: PidNamespaceSupport | null | undefined;
@@ -52,18 +68,15 @@ export function pidNamespaceSupport(): PidNamespaceSupport | null {
   if (cachedSupport !== undefined) return cachedSupport;
   cachedSupport = null;
   if (process.platform !== 'linux') return cachedSupport;
-  const runs = (command: string, args: string[]) => {
-    try {
-      execFileSync(command, args, { stdio: 'ignore', timeout: 5_000 });
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  const namespaceFlags = ['--pid', '--fork', '--kill-child'];
   for (const userFlags of [[], ['--user', '--map-current-user']]) {
-    if (!runs('unshare', [...userFlags, ...namespaceFlags, 'true'])) continue;
-    cachedSupport = { unshareArgs: [...userFlags, ...namespaceFlags], pdeathsig: runs('setpriv', ['--pdeathsig', 'KILL', 'true']) };
+    const unshareArgs = [...userFlags, '--pid'];
+    try {
+      // The namespace is made by unshare, its init by the shell's first fork: probe both.
+      execFileSync('unshare', [...unshareArgs, '/bin/sh', '-c', 'true & wait $!'], { stdio: 'ignore', timeout: 5_000 });
+    } catch {
+      continue;
+    }
+    cachedSupport = { unshareArgs };
     break;
   }
   return cachedSupport;
@@ -87,10 +100,20 @@ function childOf(pid: number): number | null {
   }
 }
 
-/** True while `pid` runs (a zombie has finished running). */
-function isRunning(pid: number): boolean {
-  const entry = readProcEntry(pid);
-  return entry !== null && isRunningEntry(entry);
+/** The process `pid` is now, to be told apart from a later one with the same pid. */
+function identityOf(pid: number | null): ProcessIdentity | null {
+  const startTime = pid === null ? null : startTimeOf(pid);
+  return pid === null || startTime === null ? null : { pid, startTime };
+}
+
+/** Sends `signal` to `target` unless it is gone or its pid now names another process. */
+function signalIfSame(target: ProcessIdentity, signal: NodeJS.Signals): void {
+  if (!isSameProcess(target)) return;
+  try {
+    process.kill(target.pid, signal);
+  } catch {
+    // gone in between
+  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -110,31 +133,35 @@ export function pidNamespaceContainment(support: PidNamespaceSupport): Containme
   return {
     kind: 'pid-namespace',
     wrap(request: SpawnRequest) {
-      const unshare = [...support.unshareArgs, '/bin/sh', '-c', initShim, 'agentvisor-init', request.command, ...request.args];
-      return support.pdeathsig
-        ? { command: 'setpriv', args: ['--pdeathsig', 'KILL', 'unshare', ...unshare] }
-        : { command: 'unshare', args: unshare };
+      return { command: 'unshare', args: [...support.unshareArgs, '/bin/sh', '-c', namespaceShim, 'agentvisor-init', request.command, ...request.args], lifeline: true };
     },
     contain(wrapperPid: number): Containment {
-      let initPid: number | null = null;
-      const agentPid = poll(() => (initPid ??= childOf(wrapperPid)) && childOf(initPid), 2_000).then((pid) => pid ?? wrapperPid);
+      const wrapper = identityOf(wrapperPid);
+      let init: ProcessIdentity | null = null;
+      const findInit = () => (init ??= identityOf(childOf(wrapperPid)));
+      const agentPid = poll(() => {
+        const found = findInit();
+        return found && childOf(found.pid);
+      }, 2_000).then((pid) => pid ?? wrapperPid);
       return {
         kind: 'pid-namespace',
         agentPid,
         handle: () => {
-          const pid = initPid ?? wrapperPid;
-          return { kind: 'pid-namespace', initPid: pid, initStartTime: startTimeOf(pid) ?? 0 };
+          const known = init ?? wrapper;
+          return { kind: 'pid-namespace', initPid: known?.pid ?? wrapperPid, initStartTime: known?.startTime ?? 0 };
         },
         async killAll() {
-          // SIGKILL reaches a namespace init from outside; its death empties the namespace.
-          // Without a known init, killing unshare kills the init (--kill-child).
-          const target = initPid ?? wrapperPid;
-          try {
-            process.kill(target, 'SIGKILL');
-          } catch {
-            // already gone
+          // SIGKILL reaches a namespace init from outside; its death empties the namespace and
+          // ends the outer shell. The outer shell is stopped first, so that it cannot fork the
+          // init between the look for it and the kill. Every signal checks the start time:
+          // a pid that has been reused is never signalled.
+          if (wrapper) {
+            signalIfSame(wrapper, 'SIGSTOP');
+            await poll(() => (isRunningProcess(wrapper) && readProcEntry(wrapper.pid)?.state !== 'T' ? null : true), 500);
           }
-          await poll(() => (isRunning(target) || isRunning(wrapperPid) ? null : true), 2_000);
+          const found = findInit();
+          for (const target of [found, wrapper]) if (target) signalIfSame(target, 'SIGKILL');
+          await poll(() => ([found, wrapper].some((target) => target && isRunningProcess(target)) ? null : true), 2_000);
         },
         release() {},
       };

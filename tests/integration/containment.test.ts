@@ -85,8 +85,18 @@ describe.each(kinds)('containment: %s', (kind) => {
 });
 
 describe('choosing a mechanism', () => {
-  it("'none' keeps process groups only and reports nothing degraded; a bad value is invalid_options", async () => {
+  it("the default is 'auto': the strongest mechanism this host offers, in effect for every agent", async () => {
+    const auto = createSupervisor({ containment: 'auto', agents: {} });
+    const expected = auto.containment;
+    await auto.shutdown();
     env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    expect(env.supervisor.containment).toEqual(expected);
+    await env.supervisor.ensureAgent('fixture');
+    expect(env.supervisor.list()[0]!.containment).toBe(expected.kind);
+  });
+
+  it("'none' keeps process groups only and reports nothing degraded; a bad value is invalid_options", async () => {
+    env.supervisor = createSupervisor({ containment: 'none', agents: { fixture: fixtureSpec() } });
     expect(env.supervisor.containment).toEqual({ kind: null, refused: [] });
     await env.supervisor.ensureAgent('fixture');
     expect(env.supervisor.list()[0]!.containment).toBeNull();

@@ -84,7 +84,7 @@ describe.each(hostKinds)('a crashed host, containment %s', (kind) => {
     await eventually(() => !isRunning(agentPid) && !isRunning(grandchild), 'the agent and its grandchild to be gone');
     expect(recordFiles()).toEqual([]);
     expect(result.skipped.filter((entry) => entry.reason === 'owner alive')).toEqual([]);
-    // Under a PID namespace the agent died with its host (setpriv --pdeathsig): nothing is left to kill.
+    // Under a PID namespace the agent dies with its host (the lifeline on fd 3): nothing may be left to kill.
     if (kind !== 'pid-namespace') expect(result.killed).toEqual([expect.objectContaining({ agent: 'fixture', pid: agentPid, command: process.execPath })]);
   });
 });
@@ -125,7 +125,8 @@ describe('the orphan sweep', () => {
   });
 
   it('records a process while it runs (no arguments, no env), and removes the record after stop() and shutdown()', async () => {
-    env.supervisor = createSupervisor({ stateDir: stateDir(), agents: { fixture: fixtureSpec(['--pid-file', env.files.path('pids.txt')], { env: { SECRET_TOKEN: 'hunter2' } }) } });
+    // Uncontained, so that the spawned process is the agent (contained records: the crash tests above).
+    env.supervisor = createSupervisor({ containment: 'none', stateDir: stateDir(), agents: { fixture: fixtureSpec(['--pid-file', env.files.path('pids.txt')], { env: { SECRET_TOKEN: 'hunter2' } }) } });
     const agent = await env.supervisor.ensureAgent('fixture');
     await eventually(() => readRecords()[0]?.agentProcess?.pid === agent.pid, 'the record to name the agent');
     expect(recordFiles()).toEqual([expect.stringMatching(new RegExp(`^${process.pid}-${startTimeOf(process.pid)}-fixture-${agent.pid}\\.json$`))]);

@@ -40,10 +40,11 @@ afterEach(() => {
   }
 });
 
-async function startContained() {
+async function startContained(script = agentScript) {
   const mechanism = pidNamespaceContainment(support!);
-  const spawnRequest = mechanism.wrap({ command: process.execPath, args: ['-e', agentScript], agent: 'test' });
-  const wrapper = spawn(spawnRequest.command, spawnRequest.args, { detached: true, stdio: ['pipe', 'pipe', 'inherit'] });
+  const spawnRequest = mechanism.wrap({ command: process.execPath, args: ['-e', script], agent: 'test' });
+  expect(spawnRequest.lifeline, 'the wrapper asks for a lifeline on fd 3').toBe(true);
+  const wrapper = spawn(spawnRequest.command, spawnRequest.args, { detached: true, stdio: ['pipe', 'pipe', 'inherit', 'pipe'] });
   started.push(wrapper);
   const containment = mechanism.contain(wrapper.pid!, { command: process.execPath, args: [], agent: 'test' });
   let output = '';
@@ -105,6 +106,33 @@ describe.skipIf(!support)('pid-namespace containment', () => {
     await exited;
     expect(everything.filter((pid) => isRunning(pid))).toEqual([]);
     expect(containment.handle()).toMatchObject({ kind: 'pid-namespace' });
+  });
+});
+
+describe.skipIf(!support)('pid-namespace containment: the pipes and the host', () => {
+  it('an agent that closes its stdout but keeps running is seen at once: no wrapper holds the pipe', async () => {
+    const closesStdout = `${agentScript}\nsetTimeout(() => require('node:fs').closeSync(1), 200);`;
+    const { wrapper, containment } = await startContained(closesStdout);
+    const agentPid = await containment.agentPid;
+    stray.push(agentPid, ...descendantsOnHost(agentPid));
+    await new Promise((resolve) => wrapper.stdout!.once('end', resolve));
+    expect(isRunning(agentPid), 'the agent still runs after closing its stdout').toBe(true);
+    await containment.killAll();
+  });
+
+  it('the host\'s end of the lifeline closing (a host killed by SIGKILL) kills an agent that ignores stdin EOF and SIGTERM, and empties the namespace', async () => {
+    const stubborn = `${agentScript}\nprocess.removeAllListeners('SIGTERM'); process.on('SIGTERM', () => {}); process.stdin.on('end', () => {});`;
+    const { wrapper, containment, exited } = await startContained(stubborn);
+    const agentPid = await containment.agentPid;
+    const everything = [agentPid, ...descendantsOnHost(agentPid)];
+    stray.push(...everything);
+    process.kill(-wrapper.pid!, 'SIGTERM'); // the ladder's first step does not end it
+    wrapper.stdin!.end(); // nor does its stdin closing, as when the host dies
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(isRunning(agentPid), 'the agent ignored SIGTERM and EOF').toBe(true);
+    (wrapper.stdio[3] as NodeJS.ReadableStream & { destroy(): void }).destroy(); // what the kernel does when the host dies
+    expect(signalOfInitExit(await exited)).toBe('SIGKILL');
+    await eventually(() => everything.every((pid) => !isRunning(pid)), 'every process of the namespace to die');
   });
 });
 

@@ -142,8 +142,10 @@ describe('processes that hold the agent pipes', () => {
     expect(isRunning(grandchildPid!)).toBe(false);
   });
 
-  it('stop() settles even when an escaped process holds the agent stdout open', async () => {
+  it('stop() settles even when an escaped process holds the agent stdout open (no containment: the escapee survives)', async () => {
+    // Contained, the escapee dies with the agent (tests/integration/containment.test.ts).
     env.supervisor = createSupervisor({
+      containment: 'none',
       agents: { fixture: fixtureSpec(['--spawn-grandchild', '--grandchild-holds-stdio', '--grandchild-escapes', '--pid-file', env.files.path('pids.txt')]) },
     });
     await env.supervisor.ensureAgent('fixture');

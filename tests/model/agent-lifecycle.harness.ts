@@ -19,6 +19,10 @@ export const sutOptions = {
   handshakeTimeoutMs: 30_000,
   shutdownTimeoutMs: 5_000,
   killTimeoutMs: 2_000,
+  // A handshake state is checked at once, before any I/O, and the model says a process runs
+  // there: only an uncontained spawn has its pid by then (a contained agent's own pid is found
+  // after I/O). Containment's lifecycle is tested in tests/integration/containment.test.ts.
+  containment: 'none' as const,
 };
 
 /** Backoff delay before automatic attempt n, from the contract's formula. */
