@@ -9,9 +9,11 @@
  * await supervisor.shutdown();
  */
 export { createSupervisor, Supervisor } from './api/supervisor.js';
-export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult } from './api/supervisor.js';
+export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult, ReadOptions } from './api/supervisor.js';
+export type { Store, StoreWrite, StoredSession, StoredAgentSpec, TranscriptEntry, TranscriptKind, LogEntry, EventEntry, Page, Retention, RetentionRule, StoreStats, Awaitable } from './core/store.js';
+export { createMemoryStore, openSqliteStore, defaultRetention } from './runtime/store-choice.js';
 export type { ContainmentKind } from './core/containment-kind.js';
-export { defaultOptions, type SupervisorOptions, type SessionOptions, type InspectOption } from './api/options.js';
+export { defaultOptions, type SupervisorOptions, type SessionOptions, type NewSessionOptions, type InspectOption } from './api/options.js';
 export { Session, type SessionEvents } from './api/session.js';
 export { createConsoleInspector } from './inspection/console-inspector.js';
 export type { PermissionPolicy, PermissionRequest } from './core/permission-policy.js';

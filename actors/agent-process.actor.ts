@@ -44,6 +44,8 @@ export interface AgentProcessDependencies {
   containment?: ContainmentMechanism | null;
   /** Where live processes are recorded for an orphan sweep (services/agent-records.service.ts); none: not recorded. */
   records?: AgentRecords | null;
+  /** Hears every line an agent writes to stderr. */
+  onStderrLine?(agent: string, line: string): void;
 }
 
 
@@ -54,7 +56,14 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     const report = (event: ProcessEvent) => {
       if (!released) sendBack(event);
     };
-    const proc = spawnAgentProcess(deps.getSpec(input.agent), { stderrLines: deps.stderrLines, containment: deps.containment, agent: input.agent, records: deps.records });
+    const onStderrLine = deps.onStderrLine;
+    const proc = spawnAgentProcess(deps.getSpec(input.agent), {
+      stderrLines: deps.stderrLines,
+      containment: deps.containment,
+      agent: input.agent,
+      records: deps.records,
+      onStderrLine: onStderrLine && ((line) => onStderrLine(input.agent, line)),
+    });
     const pid = proc.pid;
 
     if (pid === undefined) {

@@ -13,6 +13,8 @@ export interface LoadSessionDependencies {
   connectionOf(agent: string): ClientConnection | undefined;
   /** The parameters a session was opened with, for session/load. */
   sessionParams(agent: string, sessionId: string): { cwd: string; mcpServers: McpServer[] } | undefined;
+  /** Told when session/load starts replaying the session's history and when it is done. */
+  replaying?(agent: string, sessionId: string, replaying: boolean): void;
 }
 
 /** Creates the `loadSession` actor that session machines are provided with. */
@@ -22,10 +24,13 @@ export function createLoadSessionActor(deps: LoadSessionDependencies) {
     if (!connection) throw toError(input.agent, failures.notConnected(input.agent));
     const params = deps.sessionParams(input.agent, input.sessionId);
     if (!params) throw toError(input.agent, failures.sessionClosed(input.sessionId));
+    deps.replaying?.(input.agent, input.sessionId, true);
     try {
       await connection.agent.request(acpMethods.agent.session.load, { sessionId: input.sessionId, ...params });
     } catch (error) {
       throw toRequestError(input.agent, connection, error, 'session/load');
+    } finally {
+      deps.replaying?.(input.agent, input.sessionId, false);
     }
   });
 }

@@ -6,7 +6,7 @@
  * the machine as `turn.failed` with a classified kind, never as raw SDK errors.
  */
 import { fromCallback } from 'xstate';
-import type { ClientConnection } from '../core/acp-types.js';
+import type { ClientConnection, ContentBlock } from '../core/acp-types.js';
 import { failures } from '../core/errors.js';
 import type { PromptTurnCommand, PromptTurnInput, SessionEvent } from '../machines/session-events.js';
 import { acpMethods, toRequestError } from '../services/acp-client.service.js';
@@ -16,7 +16,12 @@ export interface PromptTurnDependencies {
   connectionOf(agent: string): ClientConnection | undefined;
   /** Answers `cancelled` to the session's pending permission requests (ACP asks this of a cancel). */
   cancelPermissions(agent: string, sessionId: string): void;
+  /** Hears each turn: the prompt as it is sent, then how the turn ended (the store's transcript). */
+  onTurn?(agent: string, sessionId: string, event: TurnEvent): void;
 }
+
+/** A turn as the transcript keeps it: the prompt sent, then its stop reason or its error. */
+export type TurnEvent = { prompt: ContentBlock[] } | { stopReason: string } | { error: { kind: string; message: string } };
 
 /** Creates the `promptTurn` actor that session machines are provided with. */
 export function createPromptTurnActor(deps: PromptTurnDependencies) {
@@ -35,14 +40,17 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
       if (!connection.signal.aborted) connection.agent.notify(acpMethods.agent.session.cancel, { sessionId: input.sessionId }).catch(() => {});
       deps.cancelPermissions(input.agent, input.sessionId);
     };
+    deps.onTurn?.(input.agent, input.sessionId, { prompt: input.prompt });
     connection.agent.request(acpMethods.agent.session.prompt, { sessionId: input.sessionId, prompt: input.prompt }).then(
       (response) => {
         settled = true;
+        deps.onTurn?.(input.agent, input.sessionId, { stopReason: response.stopReason });
         if (!released) sendBack({ type: 'turn.completed', stopReason: response.stopReason });
       },
       (error: unknown) => {
         settled = true;
         const failure = toRequestError(input.agent, connection, error, 'session/prompt');
+        deps.onTurn?.(input.agent, input.sessionId, { error: { kind: failure.kind, message: failure.message } });
         if (!released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message } });
       },
     );

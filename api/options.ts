@@ -13,6 +13,8 @@ import type { SessionSettings } from '../runtime/session-opener.js';
 import type { RuntimeSettings } from '../runtime/supervisor-runtime.js';
 import { containmentKinds, type ContainmentPreference } from '../runtime/containment-choice.js';
 import { defaultStateDir } from '../runtime/state-dir.js';
+import { defaultRetention, storeMethods, type StorePreference } from '../runtime/store-choice.js';
+import type { Retention, RetentionRule } from '../core/store.js';
 
 export type { Clock };
 
@@ -55,6 +57,14 @@ export interface SupervisorOptions {
   stateDir?: string | false;
   /** Sweep orphans once by itself before the first spawn (default true; `orphans:swept` tells the outcome). */
   sweepOnStart?: boolean;
+  /**
+   * Where sessions, transcripts, stderr lines and the event log are kept (docs/store.md):
+   * `'sqlite'` (default: `<stateDir>/agentvisor.db`; memory when `stateDir` is false),
+   * `'memory'`, or an object implementing `Store`.
+   */
+  store?: StorePreference;
+  /** How much the store keeps, per kind (merged over the defaults, kind by kind). */
+  retention?: Retention;
   /** How permission requests are answered (default 'ask': `permission:request` events). Overridable per session. */
   permissions?: PermissionPolicy;
   /** A permission request unanswered this long is answered `cancelled` (default 300 000 ms). */
@@ -90,6 +100,16 @@ export interface SessionOptions {
   signal?: AbortSignal;
 }
 
+/** Options of `newSession`: a session's options, and whether to resume the latest stored one. */
+export interface NewSessionOptions extends SessionOptions {
+  /**
+   * Resume the latest stored session of this agent in this cwd (`session/load`) instead of
+   * starting a new one; a new one only when none is stored. `not_supported` when the agent
+   * cannot load sessions: never a silent fresh session.
+   */
+  resume?: boolean;
+}
+
 export const defaultOptions = Object.freeze({
   maxAgents: 8,
   handshakeTimeoutMs: 30_000,
@@ -110,6 +130,8 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
     containment: options.containment ?? 'auto',
     stateDir: options.stateDir === undefined ? defaultStateDir() : typeof options.stateDir === 'string' && options.stateDir !== '' ? resolve(options.stateDir) : options.stateDir,
     sweepOnStart: options.sweepOnStart ?? true,
+    store: options.store ?? 'sqlite',
+    retention: resolveRetention(options.retention),
     timings: {
       restart,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? defaultOptions.handshakeTimeoutMs,
@@ -139,6 +161,7 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
   if (resolved.stateDir !== false && (typeof resolved.stateDir !== 'string' || resolved.stateDir === '')) {
     throw invalidOptions(`Option stateDir must be a directory path or false, got ${String(resolved.stateDir)}`);
   }
+  requireStore(resolved.store);
   if (typeof resolved.sweepOnStart !== 'boolean') throw invalidOptions(`Option sweepOnStart must be true or false, got ${String(resolved.sweepOnStart)}`);
   if (options.handleSignals !== undefined && typeof options.handleSignals !== 'boolean') {
     throw invalidOptions(`Option handleSignals must be true or false, got ${String(options.handleSignals)}`);
@@ -159,6 +182,30 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
   requireNumber('restart.factor', restart.factor, 1);
   requireNumber('restart.jitter', restart.jitter, 0, 1);
   return resolved;
+}
+
+/** The retention asked for, kind by kind over the defaults; throws `invalid_options`. */
+function resolveRetention(retention: Retention | undefined): Retention {
+  if (retention === undefined) return defaultRetention;
+  if (typeof retention !== 'object' || retention === null) throw invalidOptions(`Option retention must be an object, got ${String(retention)}`);
+  const resolved: Retention = { ...defaultRetention };
+  for (const [kind, rule] of Object.entries(retention) as Array<[keyof Retention, RetentionRule | undefined]>) {
+    if (!(kind in defaultRetention)) throw invalidOptions(`Option retention has no kind ${kind}: use ${Object.keys(defaultRetention).join(', ')}`);
+    if (rule === undefined) continue;
+    for (const [limit, value] of Object.entries(rule)) {
+      if (!['maxCount', 'maxAgeMs', 'maxBytes'].includes(limit)) throw invalidOptions(`Option retention.${kind} has no limit ${limit}: use maxCount, maxAgeMs, maxBytes`);
+      if (value !== undefined) requireNumber(`retention.${kind}.${limit}`, value, 0);
+    }
+    resolved[kind] = rule;
+  }
+  return resolved;
+}
+
+/** Throws `invalid_options` unless `store` is 'sqlite', 'memory' or an object with every `Store` method. */
+function requireStore(store: unknown): void {
+  if (store === 'sqlite' || store === 'memory') return;
+  const missing = typeof store === 'object' && store !== null ? storeMethods.filter((method) => typeof (store as Record<string, unknown>)[method] !== 'function') : storeMethods;
+  if (missing.length > 0) throw invalidOptions(`Option store must be 'sqlite', 'memory' or a Store (missing ${missing.join(', ')}), got ${String(store)}`);
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

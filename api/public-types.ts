@@ -79,6 +79,13 @@ export interface SupervisorEventMap {
    * what was left alone, with why.
    */
   'orphans:swept': OrphanSweepResult;
+  /** One line an agent wrote to stderr, as it comes (the store keeps them: `logs()`). */
+  'agent:stderr': RuntimeEvents['agent:stderr'];
+  /**
+   * A write to the store failed (a full disk, say): the agents keep running, and
+   * `droppedWrites` counts what was lost since the last report (reports come at most once a second).
+   */
+  'store:error': RuntimeEvents['store:error'];
 }
 
 /** What `sweepOrphans()` did: processes killed, and records left alone or dropped with the reason. */

@@ -3,6 +3,7 @@
  * decides nothing: each method validates its input, sends one event and awaits the
  * machine's answer (`command.settled`), then shapes it for the caller.
  */
+import { resolve } from 'node:path';
 import type { Actor } from 'xstate';
 import { validateAgentSpec, type AgentSpec } from '../core/agent-spec.js';
 import { AgentError, authRequired, describeError, failures, invalidOptions, toError } from '../core/errors.js';
@@ -14,9 +15,14 @@ import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import { acpMethods } from '../services/acp-client.service.js';
 import { abortable } from '../util/abort.js';
-import { resolveOptions, resolveSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
+import { resolveOptions, resolveSessionOptions, type NewSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
+import type { EventEntry, LogEntry, StoredSession, StoreStats, TranscriptEntry } from '../core/store.js';
+import type { ReadRange } from '../runtime/store-reader.js';
 import type { AgentHandle, AgentSummary, CallOptions, ContainmentReport, OrphanSweepResult, SupervisorEventMap } from './public-types.js';
 import { Session } from './session.js';
+
+/** Where a read of the store starts (`after` an entry's `seq`), how much it returns, and its abort signal. */
+export type ReadOptions = ReadRange;
 
 export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult } from './public-types.js';
 
@@ -156,8 +162,12 @@ export class Supervisor {
    * const session = await supervisor.newSession('codex', { cwd: '/work/repo', permissions: 'deny' });
    * console.log(await session.prompt('Summarise the README'));
    */
-  async newSession(agent: string, options: SessionOptions = {}): Promise<Session> {
+  async newSession(agent: string, options: NewSessionOptions = {}): Promise<Session> {
     const settings = resolveSessionOptions(options, this.settings.sessions);
+    if (options.resume) {
+      const [latest] = await this.runtime.reader.sessions({ agent, cwd: settings.cwd });
+      if (latest) return this.loadSession(agent, latest.sessionId, options);
+    }
     const handle = await this.ensureAgent(agent, { signal: options.signal });
     return this.sessionFace(await this.runtime.opener.create(handle, settings, options.signal));
   }
@@ -169,17 +179,72 @@ export class Supervisor {
   async loadSession(agent: string, sessionId: string, options: SessionOptions = {}): Promise<Session> {
     const settings = resolveSessionOptions(options, this.settings.sessions);
     const handle = await this.ensureAgent(agent, { signal: options.signal });
-    const session = this.sessionFace(await this.runtime.opener.load(handle, sessionId, settings));
+    const stored = (await this.runtime.reader.sessions({ agent, sessionId })).length > 0;
+    const session = this.sessionFace(await this.runtime.opener.load(handle, sessionId, { ...settings, stored }));
     if (session.status === 'failed') await session.resume({ signal: options.signal });
     return session;
   }
 
-  /** The open sessions, optionally of one agent. */
-  sessions(agent?: string): Session[] {
+  /** The sessions open in this process (live), optionally of one agent. */
+  openSessions(agent?: string): Session[] {
     return this.runtime.sessions
       .all()
       .filter((record) => agent === undefined || record.agent === agent)
       .map((record) => this.sessionFace(record));
+  }
+
+  /**
+   * The sessions the store keeps, from this run and earlier ones (docs/store.md), newest
+   * first: all, of one agent, and/or in one cwd.
+   *
+   * @example
+   * const [latest] = await supervisor.sessions({ agent: 'codex', cwd: '/work/repo' });
+   */
+  sessions(filter: { agent?: string; cwd?: string } = {}): Promise<StoredSession[]> {
+    return this.runtime.reader.sessions({ ...(filter.agent === undefined ? {} : { agent: filter.agent }), ...(filter.cwd === undefined ? {} : { cwd: resolve(filter.cwd) }) });
+  }
+
+  /**
+   * A session's transcript, oldest first: every update with its time, the prompts sent and
+   * how each turn ended, permission requests and their answers. Pages through the store;
+   * `after` is an entry's `seq`. Rejects `session_not_found`.
+   *
+   * @example
+   * for await (const entry of supervisor.history(session.id)) console.log(entry.kind, entry.data);
+   */
+  async *history(sessionId: string, options: ReadOptions & { agent?: string } = {}): AsyncIterableIterator<TranscriptEntry> {
+    const stored = await this.runtime.reader.find(sessionId, options.agent);
+    yield* this.runtime.reader.transcript(stored.agent, sessionId, options);
+  }
+
+  /**
+   * An agent's stderr lines as the store keeps them; with `follow`, then each new line as it
+   * comes, until the loop breaks, the signal fires or the supervisor shuts down. Live lines
+   * are also `agent:stderr` events.
+   */
+  logs(agent: string, options: ReadOptions & { follow?: boolean } = {}): AsyncIterableIterator<LogEntry> {
+    return this.runtime.reader.logs(agent, options);
+  }
+
+  /** The event log: status changes and errors of every agent, or of one, oldest first. */
+  eventLog(options: ReadOptions & { agent?: string } = {}): AsyncIterableIterator<EventEntry> {
+    return this.runtime.reader.eventLog(options.agent === undefined ? {} : { agent: options.agent }, options);
+  }
+
+  /** How much the store holds, by kind, and its file size. */
+  storeStats(): Promise<StoreStats> {
+    return this.runtime.reader.stats();
+  }
+
+  /**
+   * Resumes a stored session, also one of an earlier run of the host: starts its agent if
+   * needed and loads the session (`session/load`) in its stored cwd. What the agent replays
+   * is not stored twice. Rejects `session_not_found`, and `not_supported` when the agent
+   * cannot load sessions (never a silent fresh session).
+   */
+  async resumeSession(sessionId: string, options: SessionOptions & { agent?: string } = {}): Promise<Session> {
+    const stored = await this.runtime.reader.find(sessionId, options.agent);
+    return this.loadSession(stored.agent, sessionId, { cwd: stored.cwd, ...options });
   }
 
   /** Calls the agent's `authenticate` with one of its `authMethods`. Auth failures are never retried. */

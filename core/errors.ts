@@ -40,7 +40,11 @@ export type AgentErrorKind =
   /** A prompt was sent while another turn of the session is in flight. */
   | 'session_busy'
   /** The session is closed, or failed and must be resumed first. */
-  | 'session_closed';
+  | 'session_closed'
+  /** No stored session has that id (or no agent of that name has one). */
+  | 'session_not_found'
+  /** The store could not be opened, read or written: a corrupt, foreign or newer database, a full disk. */
+  | 'store_failed';
 
 /** An authentication method an agent offers in its `initialize` answer. */
 export interface AuthMethodSummary {
@@ -192,6 +196,16 @@ export function abortedError(what: string, signal: AbortSignal): AgentError {
 /** `auth_required`, with the methods the agent offers. */
 export function authRequired(agent: string, message: string, authMethods: AuthMethodSummary[], cause?: unknown): AgentError {
   return new AgentError('auth_required', message, { agent, cause, authMethods });
+}
+
+/** `store_failed`: what failed, naming the file when there is one, with the error that caused it. */
+export function storeFailed(message: string, cause?: unknown): AgentError {
+  return new AgentError('store_failed', message, { cause });
+}
+
+/** `session_not_found`: no stored session answers to that id. */
+export function sessionNotFound(sessionId: string, agent?: string): AgentError {
+  return new AgentError('session_not_found', agent ? `Agent "${agent}" has no stored session ${sessionId}` : `No stored session ${sessionId}`, { agent });
 }
 
 /** Any other failure of one agent, with the error that caused it. */

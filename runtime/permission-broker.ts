@@ -23,6 +23,11 @@ export interface PermissionBrokerHooks {
   /** Tells the session machine a request is pending / settled. */
   pending(agent: string, sessionId: string, requestId: string): void;
   settled(agent: string, sessionId: string, requestId: string): void;
+  /** Hears each request as it arrives and each answer as it is given (the store's transcript). */
+  journal?: {
+    requested(requestId: string, request: Pick<PermissionRequest, 'agent' | 'sessionId' | 'toolCall' | 'options'>): void;
+    answered(agent: string, sessionId: string, requestId: string, response: RequestPermissionResponse): void;
+  };
 }
 
 export class PermissionBroker {
@@ -47,6 +52,7 @@ export class PermissionBroker {
         signal.removeEventListener('abort', onAbort);
         this.pendingRequests.delete(requestId);
         this.hooks.settled(agent, params.sessionId, requestId);
+        this.hooks.journal?.answered(agent, params.sessionId, requestId, response);
         resolve(response);
       };
       const choose = (optionId: string | undefined) =>
@@ -56,6 +62,7 @@ export class PermissionBroker {
       signal.addEventListener('abort', onAbort, { once: true });
       this.hooks.pending(agent, params.sessionId, requestId);
       const view = { agent, sessionId: params.sessionId, toolCall: params.toolCall, options: params.options };
+      this.hooks.journal?.requested(requestId, view);
 
       if (policy === 'allow' || policy === 'deny') return choose(optionFor(policy, params.options));
       if (typeof policy === 'function') {

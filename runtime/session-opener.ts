@@ -31,6 +31,8 @@ export interface SessionSettings {
   onStall: StallPolicy;
   /** Subscribed before the request is sent, so it also sees updates replayed by session/load. */
   onUpdate?: (update: SessionUpdate) => void;
+  /** With session/load: the store already holds this session's transcript, so its replay is not kept again. */
+  stored?: boolean;
 }
 
 export class SessionOpener {
@@ -60,17 +62,20 @@ export class SessionOpener {
     if (!agent.agentCapabilities.loadSession) throw toError(agent.name, failures.cannotLoadSessions(agent.displayName));
     const existing = this.deps.sessions.get(agent.name, sessionId);
     if (existing && existing.status() !== 'stopped') return existing;
-    const record = this.open(agent, sessionId, settings);
+    const record = this.open(agent, sessionId, settings, true);
+    record.stored = settings.stored === true;
     try {
       await agent.connection.agent.request(acpMethods.agent.session.load, { sessionId, cwd: settings.cwd, mcpServers: settings.mcpServers });
     } catch (error) {
       await this.deps.sessions.close(record);
       throw this.failure(agent, error, 'session/load');
+    } finally {
+      record.replaying = false;
     }
     return record;
   }
 
-  private open(agent: ConnectedAgent, sessionId: string, settings: SessionSettings): SessionRecord {
+  private open(agent: ConnectedAgent, sessionId: string, settings: SessionSettings, replaying = false): SessionRecord {
     const record = this.deps.sessions.open(
       { agent: agent.name, displayName: agent.displayName, sessionId, stallTimeoutMs: settings.stallTimeoutMs, onStall: settings.onStall },
       {
@@ -82,6 +87,7 @@ export class SessionOpener {
         permissions: settings.permissions,
       },
       settings.onUpdate,
+      replaying,
     );
     return record;
   }

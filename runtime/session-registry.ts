@@ -30,6 +30,10 @@ export interface RuntimeEvents {
   'sandbox:violation': { agent: string; sessionId: string; operation: 'read' | 'write' | 'terminal'; path: string; message: string };
   'session:status': { agent: string; sessionId: string; status: SessionStatus };
   'session:stall': { agent: string; sessionId: string; policy: StallPolicy; stallTimeoutMs: number };
+  /** One line an agent wrote to stderr, as it comes (at most 1000 characters). */
+  'agent:stderr': { agent: string; line: string };
+  /** A write to the store failed (a full disk, say); the agents keep running. */
+  'store:error': { kind: 'store_failed'; message: string; droppedWrites: number };
 }
 
 /** Events of one session, as `session.on(...)` delivers them. */
@@ -54,6 +58,8 @@ export interface SessionRegistryDependencies {
   agentActor(agent: string): AgentActorRef | undefined;
   /** Sends session/close when the agent supports it (not awaited by anyone). */
   closeOnAgent(agent: string, sessionId: string): void;
+  /** Hears every session opened, before any of its updates is delivered (the store's journal). */
+  opened?(record: SessionRecord): void;
 }
 
 /** Real time between two `activity` events of a session in a burst of updates. */
@@ -72,6 +78,10 @@ export class SessionRecord {
   /** Mirrors the machine's `prompting.stalled`, so delivering an update reads no snapshot. */
   private stalled = false;
   private detach: () => void = () => {};
+  /** True while `session/load` replays the session's history. */
+  replaying = false;
+  /** True when the store already holds this session's transcript (a replay is not kept twice). */
+  stored = false;
 
   constructor(
     readonly agent: string,
@@ -167,11 +177,13 @@ export class SessionRegistry {
    * Opens a session on a connected agent: the agent machine spawns its session child,
    * and the record follows it until it stops.
    */
-  open(input: SessionMachineInput, resources: SessionResources, onUpdate?: (update: SessionUpdate) => void): SessionRecord {
+  open(input: SessionMachineInput, resources: SessionResources, onUpdate?: (update: SessionUpdate) => void, replaying = false): SessionRecord {
     const { agent, sessionId } = input;
     this.deps.agentActor(agent)?.send({ type: 'session.open', session: input });
     const record = new SessionRecord(agent, sessionId, resources, () => this.deps.agentActor(agent));
+    record.replaying = replaying; // session/load: set before the early updates are delivered
     if (onUpdate) record.channel.on('update', onUpdate); // before the early updates are flushed
+    this.deps.opened?.(record);
     let ofAgent = this.records.get(agent);
     if (!ofAgent) this.records.set(agent, (ofAgent = new Map()));
     ofAgent.set(sessionId, record);

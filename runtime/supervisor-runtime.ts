@@ -20,6 +20,7 @@ import { sessionMachine } from '../machines/session.machine.js';
 import { supervisorMachine, type AgentCommandEvent } from '../machines/supervisor.machine.js';
 import { acpMethods } from '../services/acp-client.service.js';
 import { AgentRecords, type SweepResult } from '../services/agent-records.service.js';
+import type { Retention } from '../core/store.js';
 import { EventHub } from '../util/event-hub.js';
 import { clientCapabilities, createClientHandlers } from './acp-client-handlers.js';
 import { chooseContainment, type ContainmentChoice, type ContainmentPreference } from './containment-choice.js';
@@ -27,7 +28,11 @@ import { LiveConnections } from './live-connections.js';
 import { PermissionBroker } from './permission-broker.js';
 import { request, type RequestOptions } from './requests.js';
 import { SessionOpener } from './session-opener.js';
-import { SessionRegistry, type RuntimeEvents } from './session-registry.js';
+import { SessionRegistry, type RuntimeEvents, type SessionRecord } from './session-registry.js';
+import { openStore, type StorePreference } from './store-choice.js';
+import { StoreJournal } from './store-journal.js';
+import { StoreReader } from './store-reader.js';
+import { StoreWriter } from './store-writer.js';
 
 /** Session defaults, resolved from the supervisor's options. */
 export interface SessionDefaults {
@@ -50,12 +55,18 @@ export interface RuntimeSettings {
   /** Sweep orphans once, before the first spawn. */
   sweepOnStart: boolean;
   sessions: SessionDefaults;
+  /** Where sessions, transcripts, logs and the event log are kept (docs/store.md). */
+  store: StorePreference;
+  retention: Retention;
   clock?: Clock;
   clockForTimers: Clock;
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
 }
 
 export type AgentActorRef = ActorRefFrom<typeof agentMachine>;
+
+/** How often retention is enforced while writes come in (real time). */
+const pruneEveryMs = 60_000;
 
 export class SupervisorRuntime {
   readonly actor: Actor<typeof supervisorMachine>;
@@ -70,12 +81,25 @@ export class SupervisorRuntime {
   private readonly records: AgentRecords | null;
   /** The start-up sweep while it runs: commands wait for it, so no spawn comes before it. */
   private sweeping: Promise<void> | null = null;
+  private readonly writer: StoreWriter;
+  private readonly journal: StoreJournal;
+  /** Reads back what the store keeps, after the writes queued so far. */
+  readonly reader: StoreReader;
 
   constructor(settings: RuntimeSettings) {
+    const store = openStore(settings.store, settings.stateDir); // throws store_failed: before anything starts
+    this.writer = new StoreWriter(store, {
+      retention: settings.retention,
+      pruneEveryMs: pruneEveryMs,
+      onError: (error, droppedWrites) => this.events.emit('store:error', { kind: 'store_failed', message: error.message, droppedWrites }),
+    });
+    this.journal = new StoreJournal(this.writer);
+    this.reader = new StoreReader(store, this.writer, this.events);
     this.sessions = new SessionRegistry({
       events: this.events,
       agentActor: (agent) => this.agentActor(agent),
       closeOnAgent: (agent, sessionId) => this.closeOnAgent(agent, sessionId),
+      opened: (record) => this.journalSession(record),
     });
     this.opener = new SessionOpener({ sessions: this.sessions, terminalOutputByteLimit: settings.sessions.terminalOutputByteLimit });
     this.broker = new PermissionBroker({
@@ -94,6 +118,10 @@ export class SupervisorRuntime {
         if (!this.connections.usable(agent)) return;
         this.sessions.get(agent, sessionId)?.actor()?.send({ type: 'permission.settled', requestId });
       },
+      journal: {
+        requested: (requestId, request) => this.journal.permission(requestId, request),
+        answered: (agent, sessionId, requestId, response) => this.journal.permissionOutcome(agent, sessionId, requestId, response),
+      },
     });
     this.containment = chooseContainment(settings.containment);
     const { mechanism, refused } = this.containment;
@@ -110,17 +138,31 @@ export class SupervisorRuntime {
       stderrLines: settings.stderrLines,
       containment: this.containment.mechanism,
       records: this.records,
+      onStderrLine: (agent, line) => {
+        this.journal.stderr(agent, line);
+        this.events.emit('agent:stderr', { agent, line });
+      },
       acpOptions: (agent) => ({ clientCapabilities: clientCapabilities(settings.sessions.capabilities), handlers: createClientHandlers(agent, handlerDeps) }),
     });
     const connectionOf = (agent: string) => this.connections.usable(agent);
     const session = sessionMachine.provide({
       actors: {
-        promptTurn: createPromptTurnActor({ connectionOf, cancelPermissions: (agent, sessionId) => this.broker.cancelSession(agent, sessionId) }),
+        promptTurn: createPromptTurnActor({
+          connectionOf,
+          cancelPermissions: (agent, sessionId) => this.broker.cancelSession(agent, sessionId),
+          onTurn: (agent, sessionId, turn) => ('prompt' in turn ? this.journal.prompt(agent, sessionId, turn.prompt) : this.journal.promptResult(agent, sessionId, turn)),
+        }),
         loadSession: createLoadSessionActor({
           connectionOf,
           sessionParams: (agent, sessionId) => {
             const resources = this.sessions.get(agent, sessionId)?.resources;
             return resources && { cwd: resources.cwd, mcpServers: resources.mcpServers };
+          },
+          replaying: (agent, sessionId, replaying) => {
+            const record = this.sessions.get(agent, sessionId);
+            if (!record) return;
+            record.replaying = replaying;
+            record.stored = true; // live here since it was opened: its transcript is in the store
           },
         }),
       },
@@ -131,12 +173,15 @@ export class SupervisorRuntime {
       ...(settings.clock ? { clock: settings.clock } : {}),
       ...(settings.inspect ? { inspect: settings.inspect } : {}),
     });
+    this.actor.on('agent:status', ({ agent, status, previous }) => this.journal.agentStatus(agent, status, previous));
+    this.actor.on('error', ({ agent, failure }) => this.journal.agentError(agent, failure));
     this.actor.start();
   }
 
   /** Keeps the spec (env stays here, never in machine context) and spawns the agent actor. */
   register(name: string, spec: AgentSpec): void {
     this.specs.set(name, { ...spec, args: [...(spec.args ?? [])], env: { ...spec.env } });
+    this.journal.agentRegistered(name, spec);
     this.actor.send({ type: 'agent.register', agent: name, displayName: spec.displayName ?? name, jitterSeed: Math.floor(Math.random() * 2 ** 32) });
   }
 
@@ -179,11 +224,14 @@ export class SupervisorRuntime {
     return request(this.actor, 'command.settled', event, event.agent, options);
   }
 
-  /** Stops every agent (the machine's shutdown) and every terminal; resolves when all are gone. */
+  /**
+   * Stops every agent (the machine's shutdown) and every terminal, then writes what is left
+   * to the store and closes it; resolves when all of that is done.
+   */
   shutdown(): Promise<void> {
     return new Promise<void>((resolve) => {
       const terminals = this.sessions.releaseAll();
-      const finish = () => void terminals.then(() => resolve());
+      const finish = () => void terminals.then(() => this.reader.close()).then(() => resolve());
       if (this.actor.getSnapshot().status !== 'active') return finish();
       const subscription = this.actor.subscribe({
         complete: () => {
@@ -219,6 +267,13 @@ export class SupervisorRuntime {
   /** During shutdown: every agent skips to the ladder's SIGKILL now (a second signal). */
   forceShutdown(): void {
     if (this.actor.getSnapshot().status === 'active') this.actor.send({ type: 'shutdown.force' });
+  }
+
+  /** Keeps a session opened here in the store: its opening, status changes and every update. */
+  private journalSession(record: SessionRecord): void {
+    this.journal.sessionOpened(record.agent, record.id, record.resources.cwd);
+    record.channel.on('update', (update) => this.journal.update(record, update));
+    record.channel.on('status', ({ status }) => this.journal.sessionStatus(record.agent, record.id, status));
   }
 
   private closeOnAgent(agent: string, sessionId: string): void {

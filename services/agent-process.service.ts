@@ -71,6 +71,8 @@ export interface SpawnOptions {
   agent?: string;
   /** Where the process is recorded while it runs, for a sweep after a host crash; none: not recorded. */
   records?: AgentRecords | null;
+  /** Hears every stderr line as it completes (at most 1000 characters each). */
+  onStderrLine?: (line: string) => void;
 }
 
 /** How often a growing container (/proc tracking) is written to its record again. */
@@ -78,7 +80,7 @@ const recordRefreshMs = 1_000;
 
 /** Spawns `spec` as the leader of a new process group. Never throws for a missing command. */
 export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): AgentProcess {
-  const stderr = new StderrTail(options.stderrLines ?? 20);
+  const stderr = new StderrTail(options.stderrLines ?? 20, options.onStderrLine);
   if (spec.cwd !== undefined && !isDirectory(spec.cwd)) {
     return notSpawned(stderr, { kind: 'spawn_failed', detail: `cwd ${spec.cwd} is not a directory` });
   }

@@ -8,7 +8,11 @@ export class StderrTail {
   private readonly lines: string[] = [];
   private partial = '';
 
-  constructor(private readonly maxLines: number) {}
+  /** `onLine` hears every line as it completes (blank ones excepted), beyond the kept tail. */
+  constructor(
+    private readonly maxLines: number,
+    private readonly onLine?: (line: string) => void,
+  ) {}
 
   /** Appends a chunk of output, splitting it into lines. */
   push(chunk: Buffer | string): void {
@@ -31,7 +35,9 @@ export class StderrTail {
 
   private add(line: string): void {
     if (line.trim() === '') return;
-    this.lines.push(line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line);
+    const kept = line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line;
+    this.lines.push(kept);
+    this.onLine?.(kept);
     if (this.lines.length > this.maxLines) this.lines.shift();
   }
 }

@@ -38,7 +38,7 @@ describe('prompt turns', () => {
     const kinds: string[] = [];
     session.on('update', (update) => kinds.push(update.sessionUpdate));
     await session.prompt(command({ op: 'updates' }));
-    expect(kinds).toEqual(['agent_thought_chunk', 'tool_call', 'tool_call_update', 'plan', 'current_mode_update', 'agent_message_chunk']);
+    expect(kinds).toEqual(['agent_thought_chunk', 'tool_call', 'tool_call_update', 'plan', 'current_mode_update', 'session_info_update', 'agent_message_chunk']);
   });
 
   it('cancel() sends session/cancel and the turn ends cancelled; so does an aborted signal', async () => {
@@ -64,7 +64,7 @@ describe('prompt turns', () => {
     expect(await next).toEqual({ done: true, value: undefined });
     expect(session.status).toBe('stopped');
     await expect(session.prompt('hi')).rejects.toMatchObject({ kind: 'session_closed' });
-    expect(env.supervisor.sessions()).toHaveLength(0);
+    expect(env.supervisor.openSessions()).toHaveLength(0);
   });
 });
 

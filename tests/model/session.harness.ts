@@ -343,7 +343,7 @@ export class SessionRun extends ModelRun {
     // Copies: a failure message must show the trace at the check, not after the shutdown that follows.
     expect([...this.trace], 'session status / stall events').toEqual(this.expected);
     expect([...this.supervisorTrace], "supervisor 'session:status' / 'session:stall' events").toEqual(this.expected);
-    expect(this.supervisor.sessions().includes(this.session), 'listed by supervisor.sessions()').toBe(!state.matches('stopped'));
+    expect(this.supervisor.openSessions().includes(this.session), 'listed by supervisor.openSessions()').toBe(!state.matches('stopped'));
     expect(this.requests.length, 'permission requests heard').toBe(this.expectedRequests);
     await this.checkTurn();
 

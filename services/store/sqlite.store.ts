@@ -1,0 +1,473 @@
+/**
+ * The SQLite store (core/store.ts): one database file, shared safely by several processes
+ * (WAL, a busy timeout), with versioned migrations. A file that is not ours — not SQLite,
+ * corrupt, another application's, or written by a newer agentvisor — is refused untouched
+ * with a `store_failed` error naming it.
+ *
+ * Every entry kind has its own AUTOINCREMENT `seq`: it increases with every entry of that
+ * kind across the whole file, and is never reused, even after pruning.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { AgentError, describeError, storeFailed } from '../../core/errors.js';
+import type {
+  EventEntry,
+  LogEntry,
+  Page,
+  Retention,
+  RetentionRule,
+  Store,
+  StoreStats,
+  StoreWrite,
+  StoredSession,
+  TranscriptEntry,
+  TranscriptKind,
+} from '../../core/store.js';
+
+export interface SqliteStoreOptions {
+  /** How long a write waits for another connection's lock before failing, in ms. Default 5000. */
+  busyTimeoutMs?: number;
+  /** A size limit for the database, in pages, e.g. to bound it or to test a full disk. */
+  maxPageCount?: number;
+}
+
+/** The SQLite store: a {@link Store} that answers synchronously, and the file it keeps. */
+export interface SqliteStore extends Store {
+  /** The database file, as an absolute path. */
+  readonly file: string;
+  write(batch: readonly StoreWrite[]): void;
+  sessions(filter: { agent?: string; cwd?: string; sessionId?: string }): StoredSession[];
+  transcript(agent: string, sessionId: string, page: Page): TranscriptEntry[];
+  logs(agent: string, page: Page): LogEntry[];
+  events(filter: { agent?: string }, page: Page): EventEntry[];
+  prune(retention: Retention, now: number): void;
+  stats(): StoreStats & { fileBytes: number };
+  close(): void;
+}
+
+/** `PRAGMA application_id` of an agentvisor store: "AGVS". */
+export const STORE_APPLICATION_ID = 0x41475653;
+
+/** The schema, one step per version: step i takes `user_version` from i to i + 1. Append only. */
+const migrations: readonly string[] = [
+  `
+  CREATE TABLE agents (
+    name TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE TABLE sessions (
+    agent TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    title TEXT,
+    state TEXT NOT NULL,
+    stop_reason TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (agent, session_id)
+  );
+  CREATE INDEX sessions_by_cwd ON sessions (agent, cwd, updated_at);
+  CREATE INDEX sessions_by_update ON sessions (updated_at);
+  -- No foreign key to sessions: a transcript entry may arrive before its session row.
+  CREATE TABLE transcript (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    bytes INTEGER NOT NULL
+  );
+  CREATE INDEX transcript_by_session ON transcript (agent, session_id, seq);
+  CREATE TABLE stderr (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    line TEXT NOT NULL,
+    bytes INTEGER NOT NULL
+  );
+  CREATE INDEX stderr_by_agent ON stderr (agent, seq);
+  CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT,
+    at INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    data TEXT NOT NULL,
+    bytes INTEGER NOT NULL
+  );
+  CREATE INDEX events_by_agent ON events (agent, seq);
+  `,
+];
+
+/** The newest schema version this code knows. */
+export const STORE_SCHEMA_VERSION = migrations.length;
+
+/** Sessions newest first: the order of `sessions()` and of session retention. */
+const newestSessionsFirst = 'updated_at DESC, created_at DESC, rowid DESC';
+
+interface SessionRow {
+  agent: string;
+  session_id: string;
+  cwd: string;
+  title: string | null;
+  state: string;
+  stop_reason: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+interface TranscriptRow {
+  seq: number;
+  at: number;
+  agent: string;
+  session_id: string;
+  kind: TranscriptKind;
+  data: string;
+}
+
+interface EventRow {
+  seq: number;
+  at: number;
+  agent: string | null;
+  event: string;
+  data: string;
+}
+
+interface StatsRow {
+  sessions: number;
+  transcriptCount: number;
+  transcriptBytes: number;
+  stderrCount: number;
+  stderrBytes: number;
+  eventsCount: number;
+  eventsBytes: number;
+}
+
+interface SessionKey {
+  agent: string;
+  session_id: string;
+}
+
+/**
+ * Opens (creating if needed) the store at `file` and brings its schema up to date.
+ * Throws `store_failed` for a file it must not use; the file is then left as it was.
+ */
+export function openSqliteStore(file: string, options: SqliteStoreOptions = {}): SqliteStore {
+  const path = resolve(file);
+  let db: Database.Database;
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    db = new Database(path, { timeout: options.busyTimeoutMs ?? 5000 });
+  } catch (error) {
+    throw storeFailed(`Could not open the store ${path}: ${describeError(error)}`, error);
+  }
+  try {
+    prepareDatabase(db, path, options);
+    return sqliteStore(db, path);
+  } catch (error) {
+    db.close();
+    if (error instanceof AgentError) throw error;
+    throw storeFailed(openFailure(path, error), error);
+  }
+}
+
+/** The open failure's message: a file that is not SQLite is named as such. */
+function openFailure(path: string, error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+    return `Could not open the store ${path}: it is not a SQLite database, or it is corrupt (${describeError(error)})`;
+  }
+  return `Could not open the store ${path}: ${describeError(error)}`;
+}
+
+/** Checks the file is ours (before changing anything), migrates it, sets the connection up. */
+function prepareDatabase(db: Database.Database, path: string, options: SqliteStoreOptions): void {
+  // The first read of the header: where a file that is not SQLite fails.
+  const version = checkOwnership(db, path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  if (version < STORE_SCHEMA_VERSION) {
+    // IMMEDIATE, checking again under the lock: two processes opening an old or new file at once migrate it once.
+    db.transaction(() => {
+      const current = checkOwnership(db, path);
+      for (const step of migrations.slice(current)) db.exec(step);
+      db.pragma(`application_id = ${STORE_APPLICATION_ID}`);
+      db.pragma(`user_version = ${STORE_SCHEMA_VERSION}`);
+    }).immediate();
+  }
+  if (options.maxPageCount !== undefined) db.pragma(`max_page_count = ${Math.floor(options.maxPageCount)}`);
+}
+
+/** The file's schema version, or a refusal for a foreign or newer database. Reads only. */
+function checkOwnership(db: Database.Database, path: string): number {
+  const applicationId = db.pragma('application_id', { simple: true }) as number;
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (applicationId !== STORE_APPLICATION_ID) {
+    const tables = (db.prepare("SELECT COUNT(*) AS n FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'").get() as { n: number }).n;
+    if (applicationId !== 0) {
+      throw storeFailed(`Could not open the store ${path}: it is another application's SQLite database (application_id 0x${hex(applicationId)})`);
+    }
+    if (version !== 0 || tables > 0) throw storeFailed(`Could not open the store ${path}: it is a SQLite database that agentvisor did not create`);
+  }
+  if (version > STORE_SCHEMA_VERSION) {
+    throw storeFailed(
+      `Could not open the store ${path}: its schema version is ${version}, newer than version ${STORE_SCHEMA_VERSION}, the newest this agentvisor supports; upgrade agentvisor or use another file`,
+    );
+  }
+  return version;
+}
+
+function hex(value: number): string {
+  return (value >>> 0).toString(16).padStart(8, '0');
+}
+
+/** The JSON text a store keeps for a payload (`undefined` and functions become `null`). */
+function toJson(data: unknown): string {
+  return JSON.stringify(data) ?? 'null';
+}
+
+/** SQLite's LIMIT for a page: no limit when it is not finite. */
+function pageLimit(page: Page): number {
+  return Number.isFinite(page.limit) ? Math.max(0, Math.floor(page.limit)) : -1;
+}
+
+/** A retention limit, when set to a finite number. */
+function limit(value: number | undefined): number | undefined {
+  return value !== undefined && Number.isFinite(value) ? value : undefined;
+}
+
+function sqliteStore(db: Database.Database, path: string): SqliteStore {
+  const statements = {
+    agent: db.prepare(
+      'INSERT INTO agents (name, spec, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at',
+    ),
+    // The has_* flags tell a field the write leaves out (keep) from one it sets, to null maybe.
+    session: db.prepare(`
+      INSERT INTO sessions (agent, session_id, cwd, title, state, stop_reason, created_at, updated_at)
+      VALUES (@agent, @sessionId, coalesce(@cwd, ''), @title, coalesce(@state, 'idle'), @stopReason, @at, @at)
+      ON CONFLICT (agent, session_id) DO UPDATE SET
+        cwd = CASE WHEN @hasCwd THEN excluded.cwd ELSE cwd END,
+        title = CASE WHEN @hasTitle THEN excluded.title ELSE title END,
+        state = CASE WHEN @hasState THEN excluded.state ELSE state END,
+        stop_reason = CASE WHEN @hasStopReason THEN excluded.stop_reason ELSE stop_reason END,
+        updated_at = excluded.updated_at`),
+    transcript: db.prepare('INSERT INTO transcript (agent, session_id, at, kind, data, bytes) VALUES (?, ?, ?, ?, ?, ?)'),
+    stderr: db.prepare('INSERT INTO stderr (agent, at, line, bytes) VALUES (?, ?, ?, ?)'),
+    event: db.prepare('INSERT INTO events (agent, at, event, data, bytes) VALUES (?, ?, ?, ?, ?)'),
+    transcriptPage: db.prepare(
+      'SELECT seq, at, agent, session_id, kind, data FROM transcript WHERE agent = ? AND session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+    ),
+    logPage: db.prepare('SELECT seq, at, agent, line FROM stderr WHERE agent = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    eventPage: db.prepare('SELECT seq, at, agent, event, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+    agentEventPage: db.prepare('SELECT seq, at, agent, event, data FROM events WHERE agent = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    stats: db.prepare(`
+      SELECT
+        (SELECT COUNT(*) FROM sessions) AS sessions,
+        (SELECT COUNT(*) FROM transcript) AS transcriptCount, (SELECT coalesce(SUM(bytes), 0) FROM transcript) AS transcriptBytes,
+        (SELECT COUNT(*) FROM stderr) AS stderrCount, (SELECT coalesce(SUM(bytes), 0) FROM stderr) AS stderrBytes,
+        (SELECT COUNT(*) FROM events) AS eventsCount, (SELECT coalesce(SUM(bytes), 0) FROM events) AS eventsBytes`),
+    sessionsOlderThan: db.prepare('SELECT agent, session_id FROM sessions WHERE updated_at < ?'),
+    sessionsBeyondCount: db.prepare(`SELECT agent, session_id FROM sessions ORDER BY ${newestSessionsFirst} LIMIT -1 OFFSET ?`),
+    // Sessions newest first, each with the running total of its and newer sessions' transcript bytes.
+    sessionsBeyondBytes: db.prepare(`
+      SELECT agent, session_id FROM (
+        SELECT agent, session_id, SUM((SELECT coalesce(SUM(bytes), 0) FROM transcript t WHERE t.agent = s.agent AND t.session_id = s.session_id))
+          OVER (ORDER BY ${newestSessionsFirst} ROWS UNBOUNDED PRECEDING) AS total
+        FROM sessions s
+      ) WHERE total > ?`),
+    deleteSessionTranscript: db.prepare('DELETE FROM transcript WHERE agent = ? AND session_id = ?'),
+    deleteSession: db.prepare('DELETE FROM sessions WHERE agent = ? AND session_id = ?'),
+  };
+  const entryPrune = { transcript: entryPruneStatements(db, 'transcript'), stderr: entryPruneStatements(db, 'stderr'), events: entryPruneStatements(db, 'events') };
+
+  /** `sessions()` queries, one per combination of filters, prepared on first use. */
+  const sessionQueries = new Map<string, Database.Statement>();
+  function sessionQuery(filter: { agent?: string; cwd?: string; sessionId?: string }): Database.Statement {
+    const columns = (['agent', 'cwd', 'sessionId'] as const).filter((key) => filter[key] !== undefined);
+    const key = columns.join(',');
+    let statement = sessionQueries.get(key);
+    if (!statement) {
+      const where = columns.map((column) => `${column === 'sessionId' ? 'session_id' : column} = @${column}`).join(' AND ');
+      statement = db.prepare(`SELECT * FROM sessions${where ? ` WHERE ${where}` : ''} ORDER BY ${newestSessionsFirst}`);
+      sessionQueries.set(key, statement);
+    }
+    return statement;
+  }
+
+  function apply(write: StoreWrite): void {
+    switch (write.type) {
+      case 'agent':
+        statements.agent.run(write.agent, JSON.stringify(write.spec), write.at);
+        return;
+      case 'session':
+        statements.session.run({
+          agent: write.agent,
+          sessionId: write.sessionId,
+          at: write.at,
+          cwd: write.cwd ?? null,
+          title: write.title ?? null,
+          state: write.state ?? null,
+          stopReason: write.stopReason ?? null,
+          hasCwd: write.cwd === undefined ? 0 : 1,
+          hasTitle: write.title === undefined ? 0 : 1,
+          hasState: write.state === undefined ? 0 : 1,
+          hasStopReason: write.stopReason === undefined ? 0 : 1,
+        });
+        return;
+      case 'transcript': {
+        const data = toJson(write.data);
+        statements.transcript.run(write.agent, write.sessionId, write.at, write.kind, data, Buffer.byteLength(data));
+        return;
+      }
+      case 'stderr':
+        statements.stderr.run(write.agent, write.at, write.line, Buffer.byteLength(write.line));
+        return;
+      case 'event': {
+        const data = toJson(write.data);
+        statements.event.run(write.agent, write.at, write.event, data, Buffer.byteLength(data));
+        return;
+      }
+      default:
+        throw new Error(`unknown write type ${JSON.stringify((write as { type?: unknown }).type)}`);
+    }
+  }
+
+  const writeBatch = db.transaction((batch: readonly StoreWrite[]) => {
+    for (const write of batch) apply(write);
+  });
+
+  function dropSessions(keys: SessionKey[]): void {
+    for (const { agent, session_id } of keys) {
+      statements.deleteSessionTranscript.run(agent, session_id);
+      statements.deleteSession.run(agent, session_id);
+    }
+  }
+
+  // Rules apply in turn (age, then count, then bytes), to entries first, then to sessions,
+  // so a session's bytes are those of the transcript that is left.
+  const pruneAll = db.transaction((retention: Retention, now: number) => {
+    for (const kind of ['transcript', 'stderr', 'events'] as const) {
+      const rule: RetentionRule | undefined = retention[kind];
+      if (!rule) continue;
+      const prune = entryPrune[kind];
+      const maxAgeMs = limit(rule.maxAgeMs);
+      const maxCount = limit(rule.maxCount);
+      const maxBytes = limit(rule.maxBytes);
+      if (maxAgeMs !== undefined) prune.byAge.run(now - maxAgeMs);
+      if (maxCount !== undefined) prune.byCount.run(Math.max(0, Math.floor(maxCount)));
+      if (maxBytes !== undefined) prune.byBytes.run(maxBytes);
+    }
+    const rule = retention.sessions;
+    if (!rule) return;
+    const maxAgeMs = limit(rule.maxAgeMs);
+    const maxCount = limit(rule.maxCount);
+    const maxBytes = limit(rule.maxBytes);
+    if (maxAgeMs !== undefined) dropSessions(statements.sessionsOlderThan.all(now - maxAgeMs) as SessionKey[]);
+    if (maxCount !== undefined) dropSessions(statements.sessionsBeyondCount.all(Math.max(0, Math.floor(maxCount))) as SessionKey[]);
+    if (maxBytes !== undefined) dropSessions(statements.sessionsBeyondBytes.all(maxBytes) as SessionKey[]);
+  });
+
+  /** Runs `action` on the open database; any failure becomes `store_failed`, worded by `what`. */
+  function guarded<T>(what: string, action: () => T): T {
+    if (!db.open) throw storeFailed(`The store ${path} is closed`);
+    try {
+      return action();
+    } catch (error) {
+      throw storeFailed(`Could not ${what} the store ${path}: ${describeError(error)}`, error);
+    }
+  }
+
+  return {
+    file: path,
+
+    write(batch) {
+      // IMMEDIATE takes the write lock up front, waiting out other connections (busy timeout).
+      guarded('write to', () => writeBatch.immediate(batch));
+    },
+
+    sessions(filter) {
+      return guarded('read', () =>
+        (sessionQuery(filter).all(filter) as SessionRow[]).map(
+          (row): StoredSession => ({
+            agent: row.agent,
+            sessionId: row.session_id,
+            cwd: row.cwd,
+            title: row.title,
+            state: row.state,
+            stopReason: row.stop_reason,
+            createdAt: row.created_at,
+            updatedAt: row.updated_at,
+          }),
+        ),
+      );
+    },
+
+    transcript(agent, sessionId, page) {
+      return guarded('read', () =>
+        (statements.transcriptPage.all(agent, sessionId, page.after, pageLimit(page)) as TranscriptRow[]).map(
+          (row): TranscriptEntry => ({ seq: row.seq, at: row.at, agent: row.agent, sessionId: row.session_id, kind: row.kind, data: JSON.parse(row.data) }),
+        ),
+      );
+    },
+
+    logs(agent, page) {
+      return guarded('read', () => statements.logPage.all(agent, page.after, pageLimit(page)) as LogEntry[]);
+    },
+
+    events(filter, page) {
+      return guarded('read', () => {
+        const rows =
+          filter.agent === undefined
+            ? statements.eventPage.all(page.after, pageLimit(page))
+            : statements.agentEventPage.all(filter.agent, page.after, pageLimit(page));
+        return (rows as EventRow[]).map((row): EventEntry => ({ seq: row.seq, at: row.at, agent: row.agent, event: row.event, data: JSON.parse(row.data) }));
+      });
+    },
+
+    prune(retention, now) {
+      guarded('prune', () => pruneAll.immediate(retention, now));
+    },
+
+    stats() {
+      return guarded('read', () => {
+        const row = statements.stats.get() as StatsRow;
+        return {
+          sessions: row.sessions,
+          transcript: { count: row.transcriptCount, bytes: row.transcriptBytes },
+          stderr: { count: row.stderrCount, bytes: row.stderrBytes },
+          events: { count: row.eventsCount, bytes: row.eventsBytes },
+          fileBytes: fileSize(path) + fileSize(`${path}-wal`),
+        };
+      });
+    },
+
+    close() {
+      if (db.open) db.close();
+    },
+  };
+}
+
+/** Deletes from an entry table: by age, beyond a count of the newest, beyond a byte total of the newest. */
+function entryPruneStatements(db: Database.Database, table: 'transcript' | 'stderr' | 'events') {
+  return {
+    byAge: db.prepare(`DELETE FROM ${table} WHERE at < ?`),
+    // The (count+1)-th newest entry and every older one.
+    byCount: db.prepare(`DELETE FROM ${table} WHERE seq <= (SELECT seq FROM ${table} ORDER BY seq DESC LIMIT 1 OFFSET ?)`),
+    // The newest entry whose running total (it and every newer entry) exceeds the limit, and every older one.
+    byBytes: db.prepare(`
+      DELETE FROM ${table} WHERE seq <= (
+        SELECT max(seq) FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS total FROM ${table}) WHERE total > ?
+      )`),
+  };
+}
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
