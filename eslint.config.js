@@ -19,7 +19,7 @@ const sdk = '@agentclientprotocol/sdk';
  *   free (but for the SDK, below).
  */
 const layers = {
-  core: { may: [], packages: [], types: ['xstate'] },
+  core: { may: [], packages: ['zod'], types: ['xstate'] },
   util: { may: ['core'], types: ['xstate'] },
   machines: { may: ['core'], packages: ['xstate'] },
   services: { may: ['core', 'util'], packages: ['execa', 'better-sqlite3'], builtins: true },

@@ -9,7 +9,7 @@ import { fromCallback } from 'xstate';
 import type { ClientConnection, ContentBlock } from '../core/acp-types.js';
 import { failures } from '../core/errors.js';
 import type { PromptTurnCommand, PromptTurnInput, SessionEvent } from '../machines/session-events.js';
-import { acpMethods, toRequestError } from '../services/acp-client.service.js';
+import { acpMethods, toRequestError, validatePromptResponse } from '../services/acp-client.service.js';
 
 export interface PromptTurnDependencies {
   /** The agent's usable connection, if it has one. */
@@ -41,7 +41,7 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
       deps.cancelPermissions(input.agent, input.sessionId);
     };
     deps.onTurn?.(input.agent, input.sessionId, { prompt: input.prompt });
-    connection.agent.request(acpMethods.agent.session.prompt, { sessionId: input.sessionId, prompt: input.prompt }).then(
+    connection.agent.request(acpMethods.agent.session.prompt, { sessionId: input.sessionId, prompt: input.prompt }).then(validatePromptResponse).then(
       (response) => {
         settled = true;
         deps.onTurn?.(input.agent, input.sessionId, { stopReason: response.stopReason });

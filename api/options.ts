@@ -1,113 +1,153 @@
 /** The options of `createSupervisor` and `newSession`, their defaults and their validation. */
 import { resolve } from 'node:path';
 import type { InspectionEvent, Observer } from 'xstate';
+import { z } from 'zod';
 import type { McpServer, SessionUpdate } from '../core/acp-types.js';
-import type { AgentSpec } from '../core/agent-spec.js';
+import { agentNameSchema, agentSpecSchema } from '../core/agent-spec.js';
 import { realClock, type Clock } from '../core/clock.js';
 import { invalidOptions } from '../core/errors.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import { createConsoleInspector } from '../inspection/console-inspector.js';
 import { defaultRestartPolicy, type RestartPolicy } from '../machines/policies/backoff.policy.js';
-import type { StallPolicy } from '../machines/session-events.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
 import type { RuntimeSettings } from '../runtime/supervisor-runtime.js';
 import { containmentKinds, type ContainmentPreference } from '../runtime/containment-choice.js';
 import { defaultStateDir } from '../runtime/state-dir.js';
-import { defaultRetention, storeMethods, type StorePreference } from '../runtime/store-choice.js';
-import type { Retention, RetentionRule } from '../core/store.js';
+import { defaultRetention, storeMethods } from '../runtime/store-choice.js';
+import type { Store } from '../core/store.js';
+import { describeSchemaIssue, noNul } from '../core/schema.js';
 
 export type { Clock };
+
+/** Node's timers fire at once for a delay above 2^31 - 1 ms: no timing option may be longer. */
+export const maxTimerMs = 2 ** 31 - 1;
+
+const timeoutMs = z.number().min(0).max(maxTimerMs, `must be at most ${maxTimerMs} ms (about 24.8 days), the longest timer Node keeps`);
+const isFunction = (value: unknown) => typeof value === 'function';
+const permissionPolicySchema = z.union([z.enum(['ask', 'allow', 'deny']), z.custom<Extract<PermissionPolicy, (...args: never[]) => unknown>>(isFunction, "must be 'ask', 'allow', 'deny' or a function")]);
+const stallPolicySchema = z.enum(['none', 'cancel', 'restart']);
+const retentionRuleSchema = z.strictObject({ maxCount: z.number().int().min(0).optional(), maxAgeMs: z.number().min(0).optional(), maxBytes: z.number().int().min(0).optional() });
+const hasMethods = (value: unknown, methods: readonly string[]) => typeof value === 'object' && value !== null && methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
 
 /** An XState inspection observer, a function of inspection events, or `'console'` for readable traces. */
 export type InspectOption = Observer<InspectionEvent> | ((event: InspectionEvent) => void) | 'console';
 
-export interface SupervisorOptions {
+/**
+ * The options of `createSupervisor`: the schema is the one definition (the type is derived
+ * from it), so no option escapes validation. Every bad value is `invalid_options` naming
+ * the field, before anything starts.
+ */
+export const supervisorOptionsSchema = z.strictObject({
   /** Agents registered up front, by name. More can be added with `register()`. */
-  agents?: Record<string, AgentSpec>;
+  agents: z.record(agentNameSchema, agentSpecSchema).optional(),
   /** Most agents with a live process at once (default 8). */
-  maxAgents?: number;
+  maxAgents: z.number().int().min(1).optional(),
   /** Automatic restart policy after a connected agent is lost. */
-  restart?: Partial<RestartPolicy>;
+  restart: z
+    .strictObject({
+      maxAttempts: z.number().int().min(0).optional(),
+      initialDelayMs: timeoutMs.optional(),
+      factor: z.number().min(1).optional(),
+      maxDelayMs: timeoutMs.optional(),
+      jitter: z.number().min(0).max(1).optional(),
+      stableAfterMs: timeoutMs.optional(),
+    })
+    .optional() as z.ZodOptional<z.ZodType<Partial<RestartPolicy>>>,
   /** How long `initialize` may take (default 30 000 ms). */
-  handshakeTimeoutMs?: number;
+  handshakeTimeoutMs: timeoutMs.optional(),
   /** Stop ladder: wait after closing stdin before SIGTERM (default 5 000 ms). */
-  shutdownTimeoutMs?: number;
+  shutdownTimeoutMs: timeoutMs.optional(),
   /** Stop ladder: wait after SIGTERM before SIGKILL (default 2 000 ms). */
-  killTimeoutMs?: number;
+  killTimeoutMs: timeoutMs.optional(),
   /** How many of an agent's last stderr lines are kept for error reports (default 20). */
-  stderrLines?: number;
+  stderrLines: z.number().int().min(0).optional(),
   /**
    * How agent processes are contained so that nothing they start outlives them
    * (docs/containment.md): `'auto'` (default), the strongest this host offers —
    * `'pid-namespace'`, `'cgroup'`, `'proc-tracking'` — or one of them (a weaker one if it is
    * refused), or `'none'` for process groups only.
    */
-  containment?: ContainmentPreference;
+  containment: z.enum(['auto', 'none', ...containmentKinds] as [ContainmentPreference, ...ContainmentPreference[]]).optional(),
   /**
    * SIGINT, SIGTERM and SIGHUP run `shutdown()` and then let the host end as it would have;
    * a second signal skips every agent to SIGKILL (default true). `false` leaves signals to
    * the embedding app. Several supervisors in one process share one set of listeners.
    */
-  handleSignals?: boolean;
+  handleSignals: z.boolean().optional(),
   /**
    * Where live agent processes are recorded (`<stateDir>/processes/*.json`) so that
-   * `sweepOrphans()` can kill what a crashed supervisor left behind. Default
-   * `$XDG_STATE_HOME/agentvisor` or `~/.local/state/agentvisor`; `false`: no records.
+   * `sweepOrphans()` can kill what a crashed supervisor left behind, and where the store
+   * lives. Default `$XDG_STATE_HOME/agentvisor` or `~/.local/state/agentvisor`; `false`: no
+   * records (and the store is memory).
    */
-  stateDir?: string | false;
+  stateDir: z.union([z.literal(false), noNul(z.string().min(1, 'must be a directory path or false'))]).optional(),
   /** Sweep orphans once by itself before the first spawn (default true; `orphans:swept` tells the outcome). */
-  sweepOnStart?: boolean;
+  sweepOnStart: z.boolean().optional(),
   /**
    * Where sessions, transcripts, stderr lines and the event log are kept (docs/store.md):
    * `'sqlite'` (default: `<stateDir>/agentvisor.db`; memory when `stateDir` is false),
    * `'memory'`, or an object implementing `Store`.
    */
-  store?: StorePreference;
+  store: z.union([z.enum(['sqlite', 'memory']), z.custom<Store>((value) => hasMethods(value, storeMethods), `must be 'sqlite', 'memory' or a Store with the methods ${storeMethods.join(', ')}`)]).optional(),
   /** How much the store keeps, per kind (merged over the defaults, kind by kind). */
-  retention?: Retention;
+  retention: z.strictObject({ sessions: retentionRuleSchema.optional(), transcript: retentionRuleSchema.optional(), stderr: retentionRuleSchema.optional(), events: retentionRuleSchema.optional() }).optional(),
   /** How permission requests are answered (default 'ask': `permission:request` events). Overridable per session. */
-  permissions?: PermissionPolicy;
+  permissions: permissionPolicySchema.optional(),
   /** A permission request unanswered this long is answered `cancelled` (default 300 000 ms). */
-  permissionTimeoutMs?: number;
+  permissionTimeoutMs: timeoutMs.optional(),
   /** A turn with no update this long is stalled (default 120 000 ms). */
-  stallTimeoutMs?: number;
+  stallTimeoutMs: timeoutMs.optional(),
   /** What a stall does besides the `stall` event: nothing, cancel the turn, or restart the agent (default 'none'). */
-  onStall?: StallPolicy;
+  onStall: stallPolicySchema.optional(),
   /** Client capabilities served to agents (both default true): sandboxed fs and terminals. */
-  capabilities?: { fs?: boolean; terminal?: boolean };
+  capabilities: z.strictObject({ fs: z.boolean().optional(), terminal: z.boolean().optional() }).optional(),
   /** Most bytes of output a terminal keeps (default 1 MiB); an agent may ask for less. */
-  terminalOutputByteLimit?: number;
+  terminalOutputByteLimit: z.number().int().min(1).optional(),
   /** XState clock for every delay (a SimulatedClock in tests). */
-  clock?: Clock;
+  clock: z.custom<Clock>((value) => hasMethods(value, ['setTimeout', 'clearTimeout']), 'must be an XState clock (setTimeout and clearTimeout)').optional(),
   /** XState inspection, passed to every actor. */
-  inspect?: InspectOption;
-}
+  inspect: z
+    .custom<InspectOption>((value) => value === 'console' || isFunction(value) || hasMethods(value, ['next']), "must be 'console', a function or an observer with next()")
+    .optional(),
+});
 
-/** Options of `newSession` and `loadSession`. */
-export interface SessionOptions {
+export type SupervisorOptions = z.input<typeof supervisorOptionsSchema>;
+
+/** Options of `newSession` and `loadSession`; checked the same way, before the agent is started. */
+export const sessionOptionsSchema = z.strictObject({
   /** The session's working directory and the root of its sandbox (default: process.cwd()). */
-  cwd?: string;
+  cwd: noNul(z.string().min(1)).optional(),
   /** MCP servers the agent should connect to. */
-  mcpServers?: McpServer[];
+  mcpServers: z.array(z.custom<McpServer>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'must be an MCP server object')).optional(),
   /** More directories the agent may read and write through fs/* and run terminals in. */
-  additionalRoots?: string[];
+  additionalRoots: z.array(noNul(z.string().min(1))).optional(),
   /** Overrides the supervisor's `permissions` policy for this session. */
-  permissions?: PermissionPolicy;
-  stallTimeoutMs?: number;
-  onStall?: StallPolicy;
+  permissions: permissionPolicySchema.optional(),
+  stallTimeoutMs: timeoutMs.optional(),
+  onStall: stallPolicySchema.optional(),
   /** Subscribed before the request is sent, so it also sees updates replayed by session/load. */
-  onUpdate?: (update: SessionUpdate) => void;
-  signal?: AbortSignal;
-}
-
-/** Options of `newSession`: a session's options, and whether to resume the latest stored one. */
-export interface NewSessionOptions extends SessionOptions {
+  onUpdate: z.custom<(update: SessionUpdate) => void>(isFunction, 'must be a function').optional(),
+  signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, 'must be an AbortSignal').optional(),
   /**
-   * Resume the latest stored session of this agent in this cwd (`session/load`) instead of
-   * starting a new one; a new one only when none is stored. `not_supported` when the agent
-   * cannot load sessions: never a silent fresh session.
+   * `newSession` only: resume the latest stored session of this agent in this cwd
+   * (`session/load`) instead of starting a new one; a new one only when none is stored.
+   * `not_supported` when the agent cannot load sessions: never a silent fresh session.
    */
-  resume?: boolean;
+  resume: z.boolean().optional(),
+  /** `resumeSession` only: the agent whose session it is, when several have that id. */
+  agent: agentNameSchema.optional(),
+});
+
+/** Options of `newSession`, `loadSession` and `resumeSession`. */
+export type SessionOptions = Omit<z.input<typeof sessionOptionsSchema>, 'resume' | 'agent'>;
+/** Options of `newSession`: a session's options, and whether to resume the latest stored one. */
+export type NewSessionOptions = SessionOptions & Pick<z.input<typeof sessionOptionsSchema>, 'resume'>;
+
+/** Parses `value` with `schema`, or throws `invalid_options` naming the field. */
+function parseOptions<T>(schema: z.ZodType<T>, value: unknown, root: string): T {
+  const result = schema.safeParse(value ?? {});
+  if (!result.success) throw invalidOptions(`Option ${describeSchemaIssue(result.error, root)}`);
+  return result.data;
 }
 
 export const defaultOptions = Object.freeze({
@@ -122,16 +162,17 @@ export const defaultOptions = Object.freeze({
 });
 
 /** Fills in defaults; throws `AgentError` kind `invalid_options` for a malformed value. */
-export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
+export function resolveOptions(input: SupervisorOptions): RuntimeSettings {
+  const options = parseOptions(supervisorOptionsSchema, input, 'options');
   const restart: RestartPolicy = { ...defaultRestartPolicy, ...stripUndefined(options.restart ?? {}) };
-  const resolved: RuntimeSettings = {
+  return {
     maxAgents: options.maxAgents ?? defaultOptions.maxAgents,
     stderrLines: options.stderrLines ?? defaultOptions.stderrLines,
     containment: options.containment ?? 'auto',
-    stateDir: options.stateDir === undefined ? defaultStateDir() : typeof options.stateDir === 'string' && options.stateDir !== '' ? resolve(options.stateDir) : options.stateDir,
+    stateDir: options.stateDir === undefined ? defaultStateDir() : options.stateDir === false ? false : resolve(options.stateDir),
     sweepOnStart: options.sweepOnStart ?? true,
     store: options.store ?? 'sqlite',
-    retention: resolveRetention(options.retention),
+    retention: { ...defaultRetention, ...stripUndefined(options.retention ?? {}) },
     timings: {
       restart,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? defaultOptions.handshakeTimeoutMs,
@@ -150,98 +191,15 @@ export function resolveOptions(options: SupervisorOptions): RuntimeSettings {
     clockForTimers: options.clock ?? realClock,
     ...(options.inspect ? { inspect: options.inspect === 'console' ? createConsoleInspector() : options.inspect } : {}),
   };
-  requirePermissionPolicy(resolved.sessions.permissions);
-  requireStallPolicy(resolved.sessions.onStall);
-  requireInteger('terminalOutputByteLimit', resolved.sessions.terminalOutputByteLimit, 1);
-  requireInteger('maxAgents', resolved.maxAgents, 1);
-  requireInteger('stderrLines', resolved.stderrLines, 0);
-  if (!['auto', 'none', ...containmentKinds].includes(resolved.containment)) {
-    throw invalidOptions(`Option containment must be 'auto', 'none' or one of ${containmentKinds.map((kind) => `'${kind}'`).join(', ')}, got ${String(resolved.containment)}`);
-  }
-  if (resolved.stateDir !== false && (typeof resolved.stateDir !== 'string' || resolved.stateDir === '')) {
-    throw invalidOptions(`Option stateDir must be a directory path or false, got ${String(resolved.stateDir)}`);
-  }
-  requireStore(resolved.store);
-  if (typeof resolved.sweepOnStart !== 'boolean') throw invalidOptions(`Option sweepOnStart must be true or false, got ${String(resolved.sweepOnStart)}`);
-  if (options.handleSignals !== undefined && typeof options.handleSignals !== 'boolean') {
-    throw invalidOptions(`Option handleSignals must be true or false, got ${String(options.handleSignals)}`);
-  }
-  requireInteger('restart.maxAttempts', restart.maxAttempts, 0);
-  for (const [name, value] of Object.entries({
-    'restart.initialDelayMs': restart.initialDelayMs,
-    'restart.maxDelayMs': restart.maxDelayMs,
-    'restart.stableAfterMs': restart.stableAfterMs,
-    handshakeTimeoutMs: resolved.timings.handshakeTimeoutMs,
-    shutdownTimeoutMs: resolved.timings.shutdownTimeoutMs,
-    killTimeoutMs: resolved.timings.killTimeoutMs,
-    permissionTimeoutMs: resolved.sessions.permissionTimeoutMs,
-    stallTimeoutMs: resolved.sessions.stallTimeoutMs,
-  })) {
-    requireNumber(name, value, 0);
-  }
-  requireNumber('restart.factor', restart.factor, 1);
-  requireNumber('restart.jitter', restart.jitter, 0, 1);
-  return resolved;
-}
-
-/** The retention asked for, kind by kind over the defaults; throws `invalid_options`. */
-function resolveRetention(retention: Retention | undefined): Retention {
-  if (retention === undefined) return defaultRetention;
-  if (typeof retention !== 'object' || retention === null) throw invalidOptions(`Option retention must be an object, got ${String(retention)}`);
-  const resolved: Retention = { ...defaultRetention };
-  for (const [kind, rule] of Object.entries(retention) as Array<[keyof Retention, RetentionRule | undefined]>) {
-    if (!(kind in defaultRetention)) throw invalidOptions(`Option retention has no kind ${kind}: use ${Object.keys(defaultRetention).join(', ')}`);
-    if (rule === undefined) continue;
-    for (const [limit, value] of Object.entries(rule)) {
-      if (!['maxCount', 'maxAgeMs', 'maxBytes'].includes(limit)) throw invalidOptions(`Option retention.${kind} has no limit ${limit}: use maxCount, maxAgeMs, maxBytes`);
-      if (value !== undefined) requireNumber(`retention.${kind}.${limit}`, value, 0);
-    }
-    resolved[kind] = rule;
-  }
-  return resolved;
-}
-
-/** Throws `invalid_options` unless `store` is 'sqlite', 'memory' or an object with every `Store` method. */
-function requireStore(store: unknown): void {
-  if (store === 'sqlite' || store === 'memory') return;
-  const missing = typeof store === 'object' && store !== null ? storeMethods.filter((method) => typeof (store as Record<string, unknown>)[method] !== 'function') : storeMethods;
-  if (missing.length > 0) throw invalidOptions(`Option store must be 'sqlite', 'memory' or a Store (missing ${missing.join(', ')}), got ${String(store)}`);
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-function requireNumber(name: string, value: unknown, min: number, max = Number.POSITIVE_INFINITY): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    const range = max === Number.POSITIVE_INFINITY ? `a finite number ≥ ${min}` : `a number from ${min} to ${max}`;
-    throw invalidOptions(`Option ${name} must be ${range}, got ${String(value)}`);
-  }
-}
-
-function requireInteger(name: string, value: unknown, min: number): void {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw invalidOptions(`Option ${name} must be an integer ≥ ${min}, got ${String(value)}`);
-  }
-}
-
-/** Throws `invalid_options` unless `policy` is 'ask', 'allow', 'deny' or a function. */
-function requirePermissionPolicy(policy: unknown): void {
-  if (typeof policy === 'function' || policy === 'ask' || policy === 'allow' || policy === 'deny') return;
-  throw invalidOptions(`Option permissions must be 'ask', 'allow', 'deny' or a function, got ${String(policy)}`);
-}
-
-/** Throws `invalid_options` unless `policy` is 'none', 'cancel' or 'restart'. */
-function requireStallPolicy(policy: unknown): void {
-  if (policy === 'none' || policy === 'cancel' || policy === 'restart') return;
-  throw invalidOptions(`Option onStall must be 'none', 'cancel' or 'restart', got ${String(policy)}`);
-}
-
 /** A session's settings from its options over the supervisor's defaults; throws `invalid_options`. */
-export function resolveSessionOptions(options: SessionOptions, defaults: RuntimeSettings['sessions']): SessionSettings {
-  if (options.permissions !== undefined) requirePermissionPolicy(options.permissions);
-  if (options.onStall !== undefined) requireStallPolicy(options.onStall);
-  if (options.stallTimeoutMs !== undefined) requireNumber('stallTimeoutMs', options.stallTimeoutMs, 0);
+export function resolveSessionOptions(input: SessionOptions, defaults: RuntimeSettings['sessions']): SessionSettings {
+  const options = parseOptions(sessionOptionsSchema, input, 'session options');
   return {
     cwd: resolve(options.cwd ?? process.cwd()),
     roots: (options.additionalRoots ?? []).map((root) => resolve(root)),

@@ -86,6 +86,8 @@ export interface SupervisorEventMap {
    * `droppedWrites` counts what was lost since the last report (reports come at most once a second).
    */
   'store:error': RuntimeEvents['store:error'];
+  /** An agent sent something that breaks ACP; it was dropped (at most one event a second per connection). */
+  'protocol:warning': RuntimeEvents['protocol:warning'];
 }
 
 /** What `sweepOrphans()` did: processes killed, and records left alone or dropped with the reason. */

@@ -5,7 +5,8 @@
  */
 import { resolve } from 'node:path';
 import type { Actor } from 'xstate';
-import { validateAgentSpec, type AgentSpec } from '../core/agent-spec.js';
+import { agentNameSchema, validateAgentSpec, type AgentSpec } from '../core/agent-spec.js';
+import { describeSchemaIssue } from '../core/schema.js';
 import { AgentError, authRequired, describeError, failures, invalidOptions, toError } from '../core/errors.js';
 import type { AgentStatus } from '../machines/agent-events.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
@@ -86,7 +87,7 @@ export class Supervisor {
 
   /** The agent's current status. Throws `unknown_agent` for an unregistered name. */
   getStatus(name: string): AgentStatus {
-    return this.summary(name).status;
+    return this.summary(agentName(name)).status;
   }
 
   /**
@@ -95,7 +96,7 @@ export class Supervisor {
    * same handle. Abort stops waiting, not the start (other callers may share it).
    */
   async ensureAgent(name: string, options: CallOptions = {}): Promise<AgentHandle> {
-    await this.runtime.command({ type: 'agent.ensure', agent: name }, options);
+    await this.runtime.command({ type: 'agent.ensure', agent: agentName(name) }, options);
     return this.handle(name);
   }
 
@@ -105,13 +106,13 @@ export class Supervisor {
    * connection; an idle one is started as by `ensureAgent`.
    */
   async reconnect(name: string, options: CallOptions = {}): Promise<AgentHandle> {
-    await this.runtime.command({ type: 'agent.reconnect', agent: name }, options);
+    await this.runtime.command({ type: 'agent.reconnect', agent: agentName(name) }, options);
     return this.handle(name);
   }
 
   /** Stops one agent through the stop ladder; resolves when its process group is gone. */
   async stop(name: string, options: CallOptions = {}): Promise<void> {
-    await this.runtime.command({ type: 'agent.stop', agent: name }, options);
+    await this.runtime.command({ type: 'agent.stop', agent: agentName(name) }, options);
   }
 
   /**
@@ -163,6 +164,7 @@ export class Supervisor {
    * console.log(await session.prompt('Summarise the README'));
    */
   async newSession(agent: string, options: NewSessionOptions = {}): Promise<Session> {
+    agentName(agent);
     const settings = resolveSessionOptions(options, this.settings.sessions);
     if (options.resume) {
       const [latest] = await this.runtime.reader.sessions({ agent, cwd: settings.cwd });
@@ -177,6 +179,8 @@ export class Supervisor {
    * A session of that id that failed is resumed; one that is open is returned as it is.
    */
   async loadSession(agent: string, sessionId: string, options: SessionOptions = {}): Promise<Session> {
+    agentName(agent);
+    if (typeof sessionId !== 'string' || sessionId === '') throw invalidOptions('A session id must be a non-empty string');
     const settings = resolveSessionOptions(options, this.settings.sessions);
     const handle = await this.ensureAgent(agent, { signal: options.signal });
     const stored = (await this.runtime.reader.sessions({ agent, sessionId })).length > 0;
@@ -223,7 +227,7 @@ export class Supervisor {
    * are also `agent:stderr` events.
    */
   logs(agent: string, options: ReadOptions & { follow?: boolean } = {}): AsyncIterableIterator<LogEntry> {
-    return this.runtime.reader.logs(agent, options);
+    return this.runtime.reader.logs(agentName(agent), options);
   }
 
   /** The event log: status changes and errors of every agent, or of one, oldest first. */
@@ -306,6 +310,13 @@ export class Supervisor {
     }
     return handle;
   }
+}
+
+/** The name a method was called with, checked: `invalid_options` unless it is a possible agent name. */
+function agentName(name: unknown): string {
+  const valid = agentNameSchema.safeParse(name);
+  if (!valid.success) throw invalidOptions(`An agent name ${describeSchemaIssue(valid.error)}`);
+  return valid.data;
 }
 
 /** Creates and starts a supervisor. See README.md and docs/ for the options. */

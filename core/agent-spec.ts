@@ -1,5 +1,18 @@
-/** How to launch one agent: plain data, validated by {@link validateAgentSpec}. */
+/**
+ * How to launch one agent: plain data. The schema is the one definition: the type is derived
+ * from it, and every spec (and agent name) is checked against it at the public edge.
+ */
+import { z } from 'zod';
 import { invalidOptions } from './errors.js';
+import { describeSchemaIssue, noNul } from './schema.js';
+
+/** An agent's name: any non-empty string up to 200 characters without control characters. */
+export const agentNameSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(200, 'must be at most 200 characters')
+  // eslint-disable-next-line no-control-regex
+  .refine((name) => !/[\u0000-\u001f\u007f]/.test(name), 'must not contain control characters');
 
 /**
  * An agent spec.
@@ -7,36 +20,27 @@ import { invalidOptions } from './errors.js';
  * @example
  * const codex: AgentSpec = { command: 'codex-acp', displayName: 'Codex', env: { RUST_LOG: 'warn' } };
  */
-export interface AgentSpec {
+export const agentSpecSchema = z.strictObject({
   /** Program to run (looked up on PATH unless it contains a slash). */
-  command: string;
-  args?: string[];
+  command: noNul(z.string().trim().min(1, 'must be a non-empty string')),
+  args: z.array(noNul(z.string())).optional(),
   /** Variables merged over the parent's environment. Never copied into machine context. */
-  env?: Record<string, string>;
+  env: z.record(noNul(z.string().min(1).refine((name) => !name.includes('='), 'must not contain "="')), noNul(z.string())).optional(),
   /** Working directory of the process; the parent's by default. */
-  cwd?: string;
+  cwd: noNul(z.string().min(1)).optional(),
   /** Name used in messages ("Could not connect to {displayName}"); the agent's key by default. */
-  displayName?: string;
+  displayName: z.string().optional(),
   /** How to install `command`, carried by a `not_installed` error (presets set it). */
-  installHint?: string;
-}
+  installHint: z.string().optional(),
+});
 
-/** Throws `AgentError` kind `invalid_options` unless `spec` is a usable agent spec. */
-export function validateAgentSpec(name: string, spec: unknown): AgentSpec {
-  const fail = (why: string): never => {
-    throw invalidOptions(`Invalid spec for agent "${name}": ${why}`, name);
-  };
-  if (typeof name !== 'string' || name.length === 0) throw invalidOptions('An agent name must be a non-empty string');
-  if (spec === null || typeof spec !== 'object') return fail('expected an object with a command');
-  const candidate = spec as Record<string, unknown>;
-  if (typeof candidate.command !== 'string' || candidate.command.trim() === '') fail('command must be a non-empty string');
-  if (candidate.args !== undefined && !(Array.isArray(candidate.args) && candidate.args.every((a) => typeof a === 'string'))) fail('args must be an array of strings');
-  if (candidate.env !== undefined) {
-    if (candidate.env === null || typeof candidate.env !== 'object') fail('env must be an object of strings');
-    for (const [key, value] of Object.entries(candidate.env as object)) if (typeof value !== 'string') fail(`env.${key} must be a string`);
-  }
-  for (const field of ['cwd', 'displayName', 'installHint'] as const) {
-    if (candidate[field] !== undefined && typeof candidate[field] !== 'string') fail(`${field} must be a string`);
-  }
-  return candidate as unknown as AgentSpec;
+export type AgentSpec = z.infer<typeof agentSpecSchema>;
+
+/** Throws `AgentError` kind `invalid_options` (naming the field) unless `name` and `spec` are usable. */
+export function validateAgentSpec(name: unknown, spec: unknown): AgentSpec {
+  const validName = agentNameSchema.safeParse(name);
+  if (!validName.success) throw invalidOptions(`An agent name ${describeSchemaIssue(validName.error)}`);
+  const valid = agentSpecSchema.safeParse(spec);
+  if (!valid.success) throw invalidOptions(`Invalid spec for agent "${validName.data}": ${describeSchemaIssue(valid.error, 'spec')}`, validName.data);
+  return valid.data;
 }

@@ -36,20 +36,20 @@ export interface AgentContext {
   /** The agent's `initialize` answer while connected. */
   initialize: InitializeResponse | null;
   lastError: AgentFailure | null;
-  /** Ids of the session children (actor id `session:<id>`). */
-  sessionIds: string[];
+  /** Keys of the session children (actor id `session:<key>`; see SessionMachineInput.key). */
+  sessionKeys: string[];
   /** Callers waiting for a start (ensure, reconnect) to connect, fail or be stopped. */
   startRequests: string[];
   /** Callers waiting for a stop to reach idle. */
   stopRequests: string[];
 }
 
-export type AgentEvent = AgentCommand | ProcessEvent | SessionOpenEvent | RestartRequest | { type: 'session.forget'; sessionId: string };
+export type AgentEvent = AgentCommand | ProcessEvent | SessionOpenEvent | RestartRequest | { type: 'session.forget'; key: string };
 
 export type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 
-/** The actor id of a session child. */
-export const sessionActorId = (sessionId: string) => `session:${sessionId}`;
+/** The actor id of a session child, from the key of its opening. */
+export const sessionActorId = (key: string) => `session:${key}`;
 
 /** Emits `command.settled` for each request, and reports it to the parent. */
 export function settle(

@@ -122,28 +122,28 @@ export const agentMachine = setup({
     /** A start a caller asked for: a fresh attempt count, and its failure goes to that caller, not to a retry. */
     beginCallerStart: assign({ attempt: 0, autoRetry: false }),
     spawnSession: enqueueActions(({ enqueue, context }, params: { session: SessionMachineInput }) => {
-      if (context.sessionIds.includes(params.session.sessionId)) return;
-      enqueue.spawnChild('session', { id: sessionActorId(params.session.sessionId), input: params.session });
-      enqueue.assign({ sessionIds: [...context.sessionIds, params.session.sessionId] });
+      if (context.sessionKeys.includes(params.session.key)) return;
+      enqueue.spawnChild('session', { id: sessionActorId(params.session.key), input: params.session });
+      enqueue.assign({ sessionKeys: [...context.sessionKeys, params.session.key] });
     }),
-    forgetSession: enqueueActions(({ enqueue, context }, params: { sessionId: string }) => {
-      if (!context.sessionIds.includes(params.sessionId)) return;
-      enqueue(stopChild(sessionActorId(params.sessionId)));
-      enqueue.assign({ sessionIds: context.sessionIds.filter((id) => id !== params.sessionId) });
+    forgetSession: enqueueActions(({ enqueue, context }, params: { key: string }) => {
+      if (!context.sessionKeys.includes(params.key)) return;
+      enqueue(stopChild(sessionActorId(params.key)));
+      enqueue.assign({ sessionKeys: context.sessionKeys.filter((key) => key !== params.key) });
     }),
     /** The process died: every session's turn fails with agent_exited; they stay resumable. */
     failSessions: enqueueActions(({ enqueue, context }) => {
       const lost = failures.agentLost(context.displayName);
-      for (const sessionId of context.sessionIds) enqueue.sendTo(sessionActorId(sessionId), { type: 'agent.lost', kind: lost.kind, message: lost.message });
+      for (const key of context.sessionKeys) enqueue.sendTo(sessionActorId(key), { type: 'agent.lost', kind: lost.kind, message: lost.message });
     }),
     /** The agent is being stopped: its sessions end (stopped) and are forgotten. */
     endSessions: enqueueActions(({ enqueue, context }) => {
       const stopped = failures.agentStopped(context.displayName);
-      for (const sessionId of context.sessionIds) {
-        enqueue.sendTo(sessionActorId(sessionId), { type: 'agent.lost', kind: stopped.kind, message: stopped.message });
-        enqueue(stopChild(sessionActorId(sessionId)));
+      for (const key of context.sessionKeys) {
+        enqueue.sendTo(sessionActorId(key), { type: 'agent.lost', kind: stopped.kind, message: stopped.message });
+        enqueue(stopChild(sessionActorId(key)));
       }
-      enqueue.assign({ sessionIds: [] });
+      enqueue.assign({ sessionKeys: [] });
     }),
     closeProcessInput: sendTo('process', { type: 'closeInput' } satisfies ProcessCommand),
     terminateProcess: sendTo('process', { type: 'terminate' } satisfies ProcessCommand),
@@ -163,14 +163,14 @@ export const agentMachine = setup({
     containment: null,
     initialize: null,
     lastError: null,
-    sessionIds: [],
+    sessionKeys: [],
     startRequests: [],
     stopRequests: [],
   }),
   initial: 'idle',
   on: {
     'session.forget': {
-      actions: { type: 'forgetSession', params: ({ event }) => ({ sessionId: event.sessionId }) },
+      actions: { type: 'forgetSession', params: ({ event }) => ({ key: event.key }) },
       description: 'A session was closed: drop its actor.',
     },
   },

@@ -13,6 +13,11 @@ export interface SessionMachineInput {
   /** The agent's display name, for the messages of the session's failures. */
   displayName: string;
   sessionId: string;
+  /**
+   * Names this opening of the session (its actor id is `session:<key>`): a restarted agent
+   * may hand out the same session id again, and the two sessions must stay apart.
+   */
+  key: string;
   stallTimeoutMs: number;
   onStall: StallPolicy;
 }

@@ -5,8 +5,8 @@
  */
 import type { ClientCapabilities } from '../core/acp-types.js';
 import { AcpRequestFailure, acpErrorCodes, type AcpClientHandlers } from '../services/acp-client.service.js';
-import { SandboxViolation } from '../services/fs-sandbox.service.js';
-import { TerminalsClosed, UnknownTerminal } from '../services/terminal.service.js';
+import { FsRequestError, SandboxViolation } from '../services/fs-sandbox.service.js';
+import { TerminalFailure, TerminalsClosed, UnknownTerminal } from '../services/terminal.service.js';
 import type { EventHub } from '../util/event-hub.js';
 import type { PermissionBroker } from './permission-broker.js';
 import type { SessionRecord, SessionRegistry, RuntimeEvents } from './session-registry.js';
@@ -21,6 +21,25 @@ export interface ClientHandlerDependencies {
 /** The capabilities advertised in `initialize`: only what is enabled. */
 export function clientCapabilities({ fs, terminal }: { fs: boolean; terminal: boolean }): ClientCapabilities {
   return { fs: { readTextFile: fs, writeTextFile: fs }, terminal };
+}
+
+/** `protocol:warning` events are at most this often per connection; the ones in between are counted. */
+const warningEveryMs = 1_000;
+
+/** Reports what an agent sent that broke the protocol (and was dropped), rate-limited. */
+function protocolWarnings(agent: string, events: EventHub<RuntimeEvents>): (message: string) => void {
+  let lastAt = Number.NEGATIVE_INFINITY;
+  let suppressed = 0;
+  return (message) => {
+    const now = performance.now();
+    if (now - lastAt < warningEveryMs) {
+      suppressed++;
+      return;
+    }
+    lastAt = now;
+    events.emit('protocol:warning', { agent, message, suppressed });
+    suppressed = 0;
+  };
 }
 
 /** The handlers for one agent's connection. */
@@ -42,12 +61,17 @@ export function createClientHandlers(agent: string, deps: ClientHandlerDependenc
       }
       if (error instanceof UnknownTerminal) throw new AcpRequestFailure(acpErrorCodes.resourceNotFound, error.message);
       if (error instanceof TerminalsClosed) throw new AcpRequestFailure(acpErrorCodes.invalidParams, error.message);
+      // The terminal limit, a spawn that failed (EMFILE, EAGAIN...), a timeout: the agent hears why.
+      if (error instanceof TerminalFailure) throw new AcpRequestFailure(acpErrorCodes.internalError, error.message, { reason: error.reason });
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new AcpRequestFailure(acpErrorCodes.resourceNotFound, `No such file: ${(error as Error).message}`);
+      // Any other fs failure (a directory, EACCES, the request's timeout): the agent hears why.
+      if (error instanceof FsRequestError) throw new AcpRequestFailure(acpErrorCodes.internalError, error.message, { code: error.code });
       throw error;
     }
   };
   const handlers: AcpClientHandlers = {
     sessionUpdate: (notification) => deps.sessions.route(agent, notification),
+    protocolWarning: protocolWarnings(agent, deps.events),
     requestPermission: async (params, signal) => deps.broker.request(agent, params, sessionFor(params.sessionId).resources.permissions, signal),
   };
   if (deps.capabilities.fs) {
@@ -60,8 +84,9 @@ export function createClientHandlers(agent: string, deps: ClientHandlerDependenc
   if (deps.capabilities.terminal) {
     handlers.createTerminal = (params) =>
       guarded(params.sessionId, 'terminal', async (session) => {
-        const cwd = await session.resources.sandbox.check('read', params.cwd ?? session.resources.cwd, false);
-        return { terminalId: session.resources.terminals.create({ ...params, cwd }) };
+        // The cwd check runs inside create, under its limit and its timeout.
+        const cwd = () => session.resources.sandbox.check('read', params.cwd ?? session.resources.cwd, false);
+        return { terminalId: await session.resources.terminals.create({ ...params, cwd }) };
       });
     handlers.terminalOutput = (params) => guarded(params.sessionId, 'terminal', async (session) => session.resources.terminals.output(params.terminalId));
     handlers.waitForTerminalExit = (params) => guarded(params.sessionId, 'terminal', (session) => session.resources.terminals.waitForExit(params.terminalId));

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AnyActorRef } from 'xstate';
 import { abortedError, toError, type AgentFailure } from '../core/errors.js';
-import { onAbort } from '../util/abort.js';
+import { onAbort, requireSignal } from '../util/abort.js';
 
 /** The emitted answer: `{ requestId, result }` with `result.ok` false carrying a failure. */
 interface Answer<Ok> {
@@ -35,6 +35,11 @@ export function request<Ok extends object = object>(
   options: RequestOptions = {},
 ): Promise<{ ok: true } & Ok> {
   const requestId = randomUUID();
+  try {
+    requireSignal(options.signal);
+  } catch (error) {
+    return Promise.reject(error as Error);
+  }
   return new Promise((resolve, reject) => {
     const cleanups: Array<() => void> = [];
     let settled = false;

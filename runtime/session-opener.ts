@@ -6,7 +6,8 @@ import type { ClientConnection, InitializeResponse, McpServer, SessionUpdate } f
 import { authRequired, failures, toError, type AgentError } from '../core/errors.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { StallPolicy } from '../machines/session-events.js';
-import { acpMethods, isAuthRequired, toRequestError } from '../services/acp-client.service.js';
+import { acpMethods, isAuthRequired, toRequestError, validateNewSessionResponse } from '../services/acp-client.service.js';
+import type { ContainmentMechanism } from '../services/containment/containment.js';
 import { FsSandbox } from '../services/fs-sandbox.service.js';
 import { TerminalSet } from '../services/terminal.service.js';
 import { abortable } from '../util/abort.js';
@@ -36,7 +37,14 @@ export interface SessionSettings {
 }
 
 export class SessionOpener {
-  constructor(private readonly deps: { sessions: SessionRegistry; terminalOutputByteLimit: number }) {}
+  constructor(
+    private readonly deps: {
+      sessions: SessionRegistry;
+      terminalOutputByteLimit: number;
+      /** The supervisor's containment mechanism (its agents'), for every terminal; null: process groups. */
+      containment: () => ContainmentMechanism | null;
+    },
+  ) {}
 
   /** `session/new` on the agent. */
   async create(agent: ConnectedAgent, settings: SessionSettings, signal: AbortSignal | undefined): Promise<SessionRecord> {
@@ -47,7 +55,7 @@ export class SessionOpener {
         mcpServers: settings.mcpServers,
         ...(settings.roots.length > 0 && agent.agentCapabilities.sessionCapabilities?.additionalDirectories ? { additionalDirectories: settings.roots } : {}),
       });
-      sessionId = (await abortable(request, signal, agent.name)).sessionId;
+      sessionId = validateNewSessionResponse(await abortable(request, signal, agent.name)).sessionId;
     } catch (error) {
       throw this.failure(agent, error, 'session/new');
     }
@@ -83,7 +91,7 @@ export class SessionOpener {
         roots: settings.roots,
         mcpServers: settings.mcpServers,
         sandbox: new FsSandbox([settings.cwd, ...settings.roots]),
-        terminals: new TerminalSet(this.deps.terminalOutputByteLimit),
+        terminals: new TerminalSet(this.deps.terminalOutputByteLimit, { containment: this.deps.containment() }),
         permissions: settings.permissions,
       },
       settings.onUpdate,

@@ -32,6 +32,12 @@ export interface RuntimeEvents {
   'session:stall': { agent: string; sessionId: string; policy: StallPolicy; stallTimeoutMs: number };
   /** One line an agent wrote to stderr, as it comes (at most 1000 characters). */
   'agent:stderr': { agent: string; line: string };
+  /**
+   * An agent sent something that breaks ACP (a malformed update, a response to no request):
+   * it was dropped, never delivered. At most one a second per connection; `suppressed`
+   * counts the ones dropped since the last event.
+   */
+  'protocol:warning': { agent: string; message: string; suppressed: number };
   /** A write to the store failed (a full disk, say); the agents keep running. */
   'store:error': { kind: 'store_failed'; message: string; droppedWrites: number };
 }
@@ -86,6 +92,8 @@ export class SessionRecord {
   constructor(
     readonly agent: string,
     readonly id: string,
+    /** This opening's key: a restarted agent may reuse `id`, never a key. */
+    readonly key: string,
     readonly resources: SessionResources,
     private readonly agentActor: () => AgentActorRef | undefined,
   ) {
@@ -94,7 +102,9 @@ export class SessionRecord {
 
   /** The session actor while it runs (a child of the agent's actor). */
   actor(): SessionActorRef | undefined {
-    return this.agentActor()?.getSnapshot().children[sessionActorId(this.id)] as SessionActorRef | undefined;
+    const children = this.agentActor()?.getSnapshot().children;
+    const id = sessionActorId(this.key);
+    return children && Object.hasOwn(children, id) ? (children[id] as SessionActorRef) : undefined;
   }
 
   /** The machine's status, or `stopped` once its actor is gone. */
@@ -167,9 +177,16 @@ export class SessionRecord {
 const earlyUpdateLimit = 256;
 
 export class SessionRegistry {
-  /** agent → session id → record: two lookups, no key string built per routed update. */
+  /**
+   * agent → session id → the latest record opened under that id: two lookups, no key string
+   * built per routed update. An earlier record of the same id (a restarted agent reused it)
+   * stays in `live` until it is released, on its own.
+   */
   private readonly records = new Map<string, Map<string, SessionRecord>>();
+  /** Every record not yet released. */
+  private readonly live = new Set<SessionRecord>();
   private readonly early = new Map<string, SessionNotification[]>();
+  private openings = 0;
 
   constructor(private readonly deps: SessionRegistryDependencies) {}
 
@@ -177,10 +194,12 @@ export class SessionRegistry {
    * Opens a session on a connected agent: the agent machine spawns its session child,
    * and the record follows it until it stops.
    */
-  open(input: SessionMachineInput, resources: SessionResources, onUpdate?: (update: SessionUpdate) => void, replaying = false): SessionRecord {
+  open(input: Omit<SessionMachineInput, 'key'>, resources: SessionResources, onUpdate?: (update: SessionUpdate) => void, replaying = false): SessionRecord {
     const { agent, sessionId } = input;
-    this.deps.agentActor(agent)?.send({ type: 'session.open', session: input });
-    const record = new SessionRecord(agent, sessionId, resources, () => this.deps.agentActor(agent));
+    const key = `${sessionId}#${++this.openings}`;
+    this.deps.agentActor(agent)?.send({ type: 'session.open', session: { ...input, key } });
+    const record = new SessionRecord(agent, sessionId, key, resources, () => this.deps.agentActor(agent));
+    this.live.add(record);
     record.replaying = replaying; // session/load: set before the early updates are delivered
     if (onUpdate) record.channel.on('update', onUpdate); // before the early updates are flushed
     this.deps.opened?.(record);
@@ -201,7 +220,7 @@ export class SessionRegistry {
   }
 
   all(): SessionRecord[] {
-    return [...this.records.values()].flatMap((ofAgent) => [...ofAgent.values()]);
+    return [...this.live];
   }
 
   /** Routes one `session/update` of `agent`; an unknown session's update waits a little. */
@@ -228,10 +247,14 @@ export class SessionRegistry {
   }
 
   private async release(record: SessionRecord): Promise<void> {
-    if (this.get(record.agent, record.id) !== record) return record.released;
-    this.records.get(record.agent)?.delete(record.id);
-    this.deps.closeOnAgent(record.agent, record.id);
-    this.deps.agentActor(record.agent)?.send({ type: 'session.forget', sessionId: record.id });
+    if (!this.live.delete(record)) return record.released;
+    // Only the latest record of an id is the agent's session now: closing an earlier one
+    // (its process was restarted and reused the id) must not close the new one on the agent.
+    if (this.get(record.agent, record.id) === record) {
+      this.records.get(record.agent)?.delete(record.id);
+      this.deps.closeOnAgent(record.agent, record.id);
+    }
+    this.deps.agentActor(record.agent)?.send({ type: 'session.forget', key: record.key });
     await record.release();
   }
 }

@@ -101,7 +101,7 @@ export class SupervisorRuntime {
       closeOnAgent: (agent, sessionId) => this.closeOnAgent(agent, sessionId),
       opened: (record) => this.journalSession(record),
     });
-    this.opener = new SessionOpener({ sessions: this.sessions, terminalOutputByteLimit: settings.sessions.terminalOutputByteLimit });
+    this.opener = new SessionOpener({ sessions: this.sessions, terminalOutputByteLimit: settings.sessions.terminalOutputByteLimit, containment: () => this.containment.mechanism });
     this.broker = new PermissionBroker({
       clock: settings.clockForTimers,
       timeoutMs: settings.sessions.permissionTimeoutMs,
@@ -206,7 +206,9 @@ export class SupervisorRuntime {
   }
 
   agentActor(name: string): AgentActorRef | undefined {
-    return this.actor.getSnapshot().children[name] as AgentActorRef | undefined;
+    // Own children only: a name like `constructor` must not find Object.prototype's.
+    const children = this.actor.getSnapshot().children;
+    return Object.hasOwn(children, name) ? (children[name] as AgentActorRef) : undefined;
   }
 
   /**
@@ -233,12 +235,12 @@ export class SupervisorRuntime {
       const terminals = this.sessions.releaseAll();
       const finish = () => void terminals.then(() => this.reader.close()).then(() => resolve());
       if (this.actor.getSnapshot().status !== 'active') return finish();
-      const subscription = this.actor.subscribe({
-        complete: () => {
-          subscription.unsubscribe();
-          finish();
-        },
-      });
+      // Also from an errored actor (a defect, never by design): shutdown always resolves.
+      const done = () => {
+        subscription.unsubscribe();
+        finish();
+      };
+      const subscription = this.actor.subscribe({ complete: done, error: done });
       this.actor.send({ type: 'shutdown' });
     });
   }

@@ -4,10 +4,14 @@
  * performs the `initialize` handshake; what the connection is used for afterwards is the
  * caller's business.
  */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
 import { AgentError, agentFailure, describeError } from '../core/errors.js';
 import { client, ndJsonStream, methods, PROTOCOL_VERSION, RequestError } from '@agentclientprotocol/sdk';
 import type {
+  AnyMessage,
   ClientApp,
   ClientCapabilities,
   ClientConnection,
@@ -15,6 +19,8 @@ import type {
   CreateTerminalResponse,
   InitializeResponse,
   KillTerminalRequest,
+  NewSessionResponse,
+  PromptResponse,
   ReadTextFileRequest,
   ReadTextFileResponse,
   ReleaseTerminalRequest,
@@ -30,6 +36,97 @@ import type {
 
 export { methods as acpMethods, PROTOCOL_VERSION, RequestError };
 
+/**
+ * ACP's own schemas, as the SDK generates them (zod). The package does not export them, so
+ * they are loaded from its dist by path, beside the entry point that resolves; the SDK's
+ * version is pinned in package.json, and tests/unit/acp-validation.test.ts fails if they move.
+ */
+interface SchemaResult<T> {
+  success: boolean;
+  data?: T;
+  error?: { issues: Array<{ path: PropertyKey[]; message: string }> };
+}
+interface Schema<T> {
+  safeParse(value: unknown): SchemaResult<T>;
+}
+const sdkEntry = createRequire(import.meta.url).resolve('@agentclientprotocol/sdk');
+const acpSchemas = (await import(pathToFileURL(join(dirname(sdkEntry), '..', 'schema', 'zod.gen.js')).href)) as {
+  zInitializeResponse: Schema<InitializeResponse>;
+  zNewSessionResponse: Schema<NewSessionResponse>;
+  zPromptResponse: Schema<PromptResponse>;
+  zSessionNotification: Schema<SessionNotification>;
+};
+
+/** What an agent sent that breaks the protocol: answered (or dropped) and reported, never delivered. */
+export class ProtocolViolation extends Error {
+  override readonly name = 'ProtocolViolation';
+}
+
+/** The schema's verdict in one line: the first few issues with their paths. */
+function describeIssues(result: SchemaResult<unknown>): string {
+  const issues = result.error?.issues ?? [];
+  return issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+    .join('; ');
+}
+
+/** Validates `value` against an ACP schema: the parsed (normalised) value, or a ProtocolViolation. */
+function validated<T>(schema: Schema<T>, value: unknown, what: string): T {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ProtocolViolation(`${what} is malformed: ${describeIssues(result)}`);
+  return result.data as T;
+}
+
+/** The agent's `initialize` answer, checked: ACP's schema, and a protocol version this client speaks. */
+export function validateInitializeResponse(value: unknown): InitializeResponse {
+  // ACP's schema repairs some wrong types with defaults (a string for agentCapabilities reads
+  // as {}); a handshake that wrong is refused before it is repaired.
+  const raw = value as Record<string, unknown> | null;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ProtocolViolation(`The initialize answer is malformed: expected an object, got ${describeValue(value)}`);
+  for (const [field, isRightType] of [
+    ['agentCapabilities', (v: unknown) => typeof v === 'object' && !Array.isArray(v)],
+    ['authMethods', Array.isArray],
+  ] as const) {
+    if (raw[field] !== undefined && raw[field] !== null && !isRightType(raw[field])) throw new ProtocolViolation(`The initialize answer is malformed: ${field} is ${describeValue(raw[field])}`);
+  }
+  const answer = validated(acpSchemas.zInitializeResponse, value, 'The initialize answer');
+  if (answer.protocolVersion !== PROTOCOL_VERSION) {
+    throw new ProtocolViolation(`The agent chose ACP protocol version ${String(answer.protocolVersion)}; this client speaks version ${PROTOCOL_VERSION}`);
+  }
+  return answer;
+}
+
+/** The agent's `session/new` answer, checked against ACP's schema. */
+export function validateNewSessionResponse(value: unknown): NewSessionResponse {
+  return validated(acpSchemas.zNewSessionResponse, value, 'The session/new answer');
+}
+
+/** The agent's `session/prompt` answer, checked against ACP's schema (a known stop reason). */
+export function validatePromptResponse(value: unknown): PromptResponse {
+  return validated(acpSchemas.zPromptResponse, value, 'The session/prompt answer');
+}
+
+/** Update kinds that are text chunks: the stream's hot path. */
+const chunkKinds = new Set(['agent_message_chunk', 'agent_thought_chunk', 'user_message_chunk']);
+
+/**
+ * True for the commonest update exactly as ACP's schema would leave it — a text chunk with
+ * no other field — so the stream's hot path skips the full schema (≈5 µs an update); any
+ * other shape goes through it.
+ */
+function isPlainTextChunk(notification: Record<string, unknown>): boolean {
+  const update = notification.update as Record<string, unknown> | null;
+  if (typeof notification.sessionId !== 'string' || update === null || typeof update !== 'object') return false;
+  if (!chunkKinds.has(update.sessionUpdate as string)) return false;
+  const content = update.content as Record<string, unknown> | null;
+  if (content === null || typeof content !== 'object' || content.type !== 'text' || typeof content.text !== 'string') return false;
+  for (const key in notification) if (key !== 'sessionId' && key !== 'update') return false;
+  for (const key in update) if (key !== 'sessionUpdate' && key !== 'content') return false;
+  for (const key in content) if (key !== 'type' && key !== 'text') return false;
+  return true;
+}
+
 /** How agentvisor introduces itself in `initialize`. */
 export const clientInfo = { name: 'agentvisor', version: '0.1.0' } as const;
 
@@ -40,6 +137,8 @@ export const clientInfo = { name: 'agentvisor', version: '0.1.0' } as const;
  */
 export interface AcpClientHandlers {
   sessionUpdate?(notification: SessionNotification): void;
+  /** Something the agent sent broke the protocol and was dropped: a malformed update, a stray response. */
+  protocolWarning?(message: string): void;
   requestPermission?(params: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse>;
   readTextFile?(params: ReadTextFileRequest): Promise<ReadTextFileResponse>;
   writeTextFile?(params: WriteTextFileRequest): Promise<void>;
@@ -88,16 +187,60 @@ export function openAcpConnection(stdin: Writable, stdout: Readable, options: Ac
   const app = client({ name: clientInfo.name });
   registerHandlers(app, options.handlers ?? {});
   const stream = ndJsonStream(Writable.toWeb(stdin) as WritableStream<Uint8Array>, Readable.toWeb(stdout) as ReadableStream<Uint8Array>);
-  const connection = app.connect(stream);
+  const connection = app.connect(guardStream(stream, (message) => options.handlers?.protocolWarning?.(message)));
   return {
     connection,
-    initialize: () =>
-      connection.agent.request(methods.agent.initialize, {
-        protocolVersion: PROTOCOL_VERSION,
-        clientCapabilities: options.clientCapabilities ?? {},
-        clientInfo,
-      }),
+    initialize: async () =>
+      validateInitializeResponse(
+        await connection.agent.request(methods.agent.initialize, {
+          protocolVersion: PROTOCOL_VERSION,
+          clientCapabilities: options.clientCapabilities ?? {},
+          clientInfo,
+        }),
+      ),
   };
+}
+
+/**
+ * Drops, before the SDK sees them, the messages it would only log to the host's stderr: a
+ * value that is not a JSON-RPC object, and a response to a request this client never sent
+ * (or already had answered). Each is reported through `warn` instead.
+ */
+function guardStream(stream: { readable: ReadableStream<AnyMessage>; writable: WritableStream<AnyMessage> }, warn: (message: string) => void) {
+  const awaiting = new Set<unknown>();
+  const writer = stream.writable.getWriter();
+  const writable = new WritableStream<AnyMessage>({
+    write(message) {
+      if ('method' in message && 'id' in message) awaiting.add(message.id);
+      return writer.write(message);
+    },
+    close: () => writer.close(),
+    abort: (reason) => writer.abort(reason),
+  });
+  const readable = stream.readable.pipeThrough(
+    new TransformStream<AnyMessage, AnyMessage>({
+      transform(message, controller) {
+        if (message === null || typeof message !== 'object' || Array.isArray(message) || !('method' in message || 'id' in message)) {
+          return warn(`A message that is not a JSON-RPC request, notification or response was dropped: ${describeValue(message)}`);
+        }
+        if (!('method' in message) && 'id' in message && !awaiting.delete(message.id)) return warn(`A response to no pending request (id ${describeValue(message.id)}) was dropped`);
+        if ('method' in message && message.method === methods.client.session.update && !('id' in message)) {
+          const notification = parseSessionNotification(message.params);
+          if (notification instanceof ProtocolViolation) return warn(notification.message);
+          controller.enqueue({ ...message, params: notification });
+          return;
+        }
+        controller.enqueue(message);
+      },
+    }),
+  );
+  return { readable, writable };
+}
+
+/** A short, safe rendering of an untrusted value for a warning. */
+function describeValue(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
 function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
@@ -110,7 +253,8 @@ function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
     }
   };
   const { sessionUpdate, requestPermission, readTextFile, writeTextFile, createTerminal, terminalOutput, waitForTerminalExit, killTerminal, releaseTerminal } = handlers;
-  if (sessionUpdate) app.onNotification(methods.client.session.update, parseSessionNotification, ({ params }) => sessionUpdate(params));
+  // Checked against ACP's schema in guardStream, before the SDK's own router sees it.
+  if (sessionUpdate) app.onNotification(methods.client.session.update, (params) => params as SessionNotification, ({ params }) => sessionUpdate(params));
   if (requestPermission) app.onRequest(methods.client.session.requestPermission, ({ params, signal }) => answer(() => requestPermission(params, signal)));
   if (readTextFile) app.onRequest(methods.client.fs.readTextFile, ({ params }) => answer(() => readTextFile(params)));
   if (writeTextFile) app.onRequest(methods.client.fs.writeTextFile, ({ params }) => answer(() => writeTextFile(params)));
@@ -122,24 +266,17 @@ function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
 }
 
 /**
- * The params parser for `session/update`. The SDK's client app already validates every
- * `session/update` against the schema in its own session router before our handler runs;
- * parsing it a second time doubled the cost of the hot path (a stream of updates), so this
- * only re-checks what routing relies on.
+ * A `session/update`'s params against ACP's schema (the SDK's, see above), with a fast path
+ * for plain text chunks: the normalised notification, or a {@link ProtocolViolation} that
+ * the stream guard drops and reports (never thrown: the SDK would log it to the host's stderr).
  */
-export function parseSessionNotification(params: unknown): SessionNotification {
-  const candidate = params as { sessionId?: unknown; update?: { sessionUpdate?: unknown } } | null;
-  if (
-    candidate === null ||
-    typeof candidate !== 'object' ||
-    typeof candidate.sessionId !== 'string' ||
-    candidate.update === null ||
-    typeof candidate.update !== 'object' ||
-    typeof candidate.update.sessionUpdate !== 'string'
-  ) {
-    throw RequestError.invalidParams(params, 'session/update needs a sessionId and an update with a sessionUpdate kind');
+export function parseSessionNotification(params: unknown): SessionNotification | ProtocolViolation {
+  if (params !== null && typeof params === 'object' && isPlainTextChunk(params as Record<string, unknown>)) return params as SessionNotification;
+  try {
+    return validated(acpSchemas.zSessionNotification, params, 'A session/update');
+  } catch (error) {
+    return error as ProtocolViolation;
   }
-  return candidate as SessionNotification;
 }
 
 /** True when `error` is the agent's "authentication required" answer. */

@@ -95,17 +95,14 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
   const launch: ContainedSpawn = mechanism ? mechanism.wrap(request) : request;
   // fd 3, when asked for, is the wrapper's lifeline: this process holds the other end.
   const stdio: ['pipe', 'pipe', 'pipe', ...'pipe'[]] = launch.lifeline ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'];
-  const child = execa(launch.command, launch.args, {
-    cwd: spec.cwd,
-    env: spec.env,
-    extendEnv: true,
-    detached: true, // its own process group: one signal reaches the agent and its tools
-    stdio,
-    buffer: false,
-    reject: false,
-    cleanup: false, // the supervisor owns the lifetime; the ladder and cleanup kill the group
-    stripFinalNewline: false,
-  });
+  let child: ReturnType<typeof spawnWithExeca>;
+  try {
+    child = spawnWithExeca(launch, spec, stdio);
+  } catch (error) {
+    // execa throws synchronously for some bad input (a NUL byte in an argument, EMFILE):
+    // a spawn failure like any other, never an exception out of the actor.
+    return notSpawned(stderr, { kind: 'spawn_failed', detail: `${spec.command}: ${error instanceof Error ? error.message : String(error)}` });
+  }
   const pid = child.pid;
   const contained: Containment | null = mechanism && pid !== undefined ? mechanism.contain(pid, request) : null;
   // Late writes to a dead child raise EPIPE on these streams; the exit is reported instead.
@@ -175,6 +172,21 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
       if (pid !== undefined) signalGroup(pid, signal);
     },
   };
+}
+
+/** The spawn itself: the agent (or its wrapper) as the leader of a new process group. */
+function spawnWithExeca(launch: ContainedSpawn, spec: AgentSpec, stdio: ['pipe', 'pipe', 'pipe', ...'pipe'[]]) {
+  return execa(launch.command, launch.args, {
+    cwd: spec.cwd,
+    env: spec.env,
+    extendEnv: true,
+    detached: true, // its own process group: one signal reaches the agent and its tools
+    stdio,
+    buffer: false,
+    reject: false,
+    cleanup: false, // the supervisor owns the lifetime; the ladder and cleanup kill the group
+    stripFinalNewline: false,
+  });
 }
 
 /**

@@ -21,7 +21,7 @@ describe('inspection', () => {
     const actorIds = new Set(events.filter((event) => event.type === '@xstate.actor').map((event) => (event.actorRef as unknown as { id: string }).id));
     expect(actorIds).toContain('fixture');
     expect(actorIds).toContain('process');
-    expect(actorIds).toContain(`session:${session.id}`);
+    expect([...actorIds].filter((id) => id.startsWith(`session:${session.id}#`))).toHaveLength(1);
     expect(actorIds).toContain('promptTurn');
   });
 

@@ -2,7 +2,7 @@
  * The client capabilities agentvisor serves — fs/* and terminal/* — confined to the
  * session's cwd and extra roots, on real fixture-agent processes that try to escape.
  */
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -87,6 +87,62 @@ describe('fs/read_text_file and fs/write_text_file', () => {
   it('a missing file is an error answer, not a crash', async () => {
     const { session } = await open();
     expect(await ask(session, { op: 'read', path: join(workspace, 'nope.txt') })).toMatch(/^error:/);
+  });
+});
+
+describe('fs/*: the security review, through a real agent', () => {
+  it('defect 5: FIFO reads are refused at once, and every later read of the host still works', async () => {
+    execFileSync('mkfifo', [join(workspace, 'pipe')]);
+    const { session, violations } = await open();
+    // More than libuv's 4 threadpool threads: before the fix the fifth read, and every file read after it, hung.
+    for (let i = 0; i < 6; i++) expect(await ask(session, { op: 'read', path: join(workspace, 'pipe') })).toMatch(/^error:.*is a FIFO, not a regular file/);
+    expect(await ask(session, { op: 'write', path: join(workspace, 'pipe'), content: 'x' })).toMatch(/^error:.*not a regular file/);
+    expect(await ask(session, { op: 'read', path: join(workspace, 'notes.txt'), limit: 1 })).toBe('read:line 1');
+    expect(readFileSync(join(workspace, 'notes.txt'), 'utf8')).toBe('line 1\nline 2\nline 3\n');
+    expect(violations).toHaveLength(7);
+  });
+
+  it('defect 6: a 600 MB file read with limit 1 answers one line without reading the file; a whole read is refused', async () => {
+    const huge = join(workspace, 'huge.txt');
+    writeFileSync(huge, 'first line\nsecond line\n');
+    truncateSync(huge, 600 * 1024 * 1024); // sparse: zeros after the two lines
+    const { session } = await open();
+    const rssBefore = process.memoryUsage.rss();
+    expect(await ask(session, { op: 'read', path: huge, line: 2, limit: 1 })).toBe('read:second line');
+    expect(process.memoryUsage.rss() - rssBefore).toBeLessThan(64 * 1024 * 1024);
+    expect(await ask(session, { op: 'read', path: huge })).toMatch(/^error:.*would answer more than 10485760 bytes/);
+  });
+
+  it('defect 11: a hardlink inside the cwd to a file outside is neither read nor written through', async () => {
+    linkSync(join(outside, 'secret.txt'), join(workspace, 'hardlink.txt'));
+    const { session, violations } = await open();
+    expect(await ask(session, { op: 'read', path: join(workspace, 'hardlink.txt') })).toMatch(/^error:.*has 2 hard links/);
+    expect(await ask(session, { op: 'write', path: join(workspace, 'hardlink.txt'), content: 'pwned' })).toMatch(/^error:.*has 2 hard links/);
+    expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe('top secret');
+    expect(violations.map((violation) => violation.operation)).toEqual(['read', 'write']);
+  });
+
+  it('defect 13: a cwd replaced by a symlink after the session opened, before its first fs call, is refused', async () => {
+    const { session, violations } = await open();
+    renameSync(workspace, files.path('workspace-moved'));
+    symlinkSync(outside, workspace);
+    const answer = await ask(session, { op: 'read', path: join(workspace, 'secret.txt') });
+    expect(answer).toMatch(/^error:.*Access denied: the session's directory .* was replaced after the session opened/);
+    expect(await ask(session, { op: 'write', path: join(workspace, 'planted.txt'), content: 'x' })).toMatch(/^error:.*was replaced/);
+    expect(existsSync(join(outside, 'planted.txt'))).toBe(false);
+    expect(violations.map((violation) => violation.operation)).toEqual(['read', 'write']);
+  });
+
+  it('defect 16: an outside path gets the same answer whether or not it exists; only a path inside says "No such file"', async () => {
+    symlinkSync(outside, join(workspace, 'link-to-outside'));
+    const { session } = await open();
+    const answer = async (path: string) => (await ask(session, { op: 'read', path })).replace(path, '<path>');
+    expect(await answer(join(outside, 'secret.txt'))).toBe(await answer(join(outside, 'missing.txt')));
+    expect(await answer(join(workspace, 'link-to-outside', 'secret.txt'))).toBe(await answer(join(workspace, 'link-to-outside', 'missing.txt')));
+    expect(await answer(join(outside, 'missing.txt'))).toMatch(/^error:.*Access denied/);
+    expect(await answer(join(workspace, 'missing.txt'))).toMatch(/^error:.*No such file/);
+    // Other failures name only the requested path (never the /proc/self/fd names of the walk).
+    expect(await ask(session, { op: 'read', path: workspace })).toBe(`error:EISDIR: illegal operation on a directory, open '${workspace}'`);
   });
 });
 

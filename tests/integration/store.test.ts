@@ -240,7 +240,7 @@ describe('faults', () => {
 
   it("option store must be 'sqlite', 'memory' or a Store; retention limits must be numbers", () => {
     expect(() => createSupervisor({ store: 'postgres' as never })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
-    expect(() => createSupervisor({ store: { write() {} } as never })).toThrow(expect.objectContaining({ kind: 'invalid_options', message: expect.stringContaining('missing sessions') }));
+    expect(() => createSupervisor({ store: { write() {} } as never })).toThrow(expect.objectContaining({ kind: 'invalid_options', message: expect.stringContaining('options.store: must be') }));
     expect(() => createSupervisor({ retention: { stderr: { maxCount: -1 } } })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
     expect(() => createSupervisor({ retention: { logs: {} } as never })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
   });

@@ -165,7 +165,9 @@ export class SessionRun extends ModelRun {
   /** The real session actor (a child of the agent's actor), or undefined once it is gone. */
   private sessionActor(): { getSnapshot(): { matches(value: StateValue): boolean; value: StateValue; context: { lastStopReason: StopReason | null } } } | undefined {
     const agent = this.supervisor.actor.getSnapshot().children[agentName] as { getSnapshot(): { children: Record<string, unknown> } } | undefined;
-    return agent?.getSnapshot().children[`session:${this.session.id}`] as never;
+    // One actor per opening of a session: `session:<id>#<n>`.
+    const entry = Object.entries(agent?.getSnapshot().children ?? {}).find(([id]) => id.startsWith(`session:${this.session.id}#`));
+    return entry?.[1] as never;
   }
 
   protected async execute(step: ModelStep): Promise<void> {

@@ -82,7 +82,9 @@ export function agentState(supervisor: Supervisor, agent: string): string {
 /** The snapshot of a session's machine (a child of its agent's actor), while it runs. */
 export function sessionSnapshot(supervisor: Supervisor, session: { agent: string; id: string }) {
   const agent = supervisor.actor.getSnapshot().children[session.agent];
-  const child = agent?.getSnapshot().children[`session:${session.id}`] as { getSnapshot(): { context: { pendingPermissions: string[] }; matches(state: string): boolean } } | undefined;
+  // A session's actor is `session:<id>#<n>` (one per opening); the latest opening of that id.
+  const children = Object.entries(agent?.getSnapshot().children ?? {}).filter(([id]) => id.startsWith(`session:${session.id}#`));
+  const child = children.at(-1)?.[1] as { getSnapshot(): { context: { pendingPermissions: string[] }; matches(state: string): boolean } } | undefined;
   return child?.getSnapshot();
 }
 

@@ -40,7 +40,7 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
   });
   const actor = createActor(machine, {
     clock,
-    input: { agent: 'codex', displayName: 'Codex', sessionId: 's1', stallTimeoutMs: 120_000, onStall: 'none', ...overrides },
+    input: { agent: 'codex', displayName: 'Codex', sessionId: 's1', key: 's1#1', stallTimeoutMs: 120_000, onStall: 'none', ...overrides },
   });
   const statuses: string[] = [];
   const stalls: string[] = [];
