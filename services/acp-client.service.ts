@@ -217,24 +217,50 @@ function guardStream(stream: { readable: ReadableStream<AnyMessage>; writable: W
     close: () => writer.close(),
     abort: (reason) => writer.abort(reason),
   });
-  const readable = stream.readable.pipeThrough(
-    new TransformStream<AnyMessage, AnyMessage>({
-      transform(message, controller) {
-        if (message === null || typeof message !== 'object' || Array.isArray(message) || !('method' in message || 'id' in message)) {
-          return warn(`A message that is not a JSON-RPC request, notification or response was dropped: ${describeValue(message)}`);
-        }
-        if (!('method' in message) && 'id' in message && !awaiting.delete(message.id)) return warn(`A response to no pending request (id ${describeValue(message.id)}) was dropped`);
-        if ('method' in message && message.method === methods.client.session.update && !('id' in message)) {
-          const notification = parseSessionNotification(message.params);
-          if (notification instanceof ProtocolViolation) return warn(notification.message);
-          controller.enqueue({ ...message, params: notification });
-          return;
-        }
-        controller.enqueue(message);
-      },
-    }),
-  );
+  const keep = (message: AnyMessage): AnyMessage | null => {
+    if (message === null || typeof message !== 'object' || Array.isArray(message) || !('method' in message || 'id' in message)) {
+      warn(`A message that is not a JSON-RPC request, notification or response was dropped: ${describeValue(message)}`);
+      return null;
+    }
+    if (!('method' in message) && 'id' in message && !awaiting.delete(message.id)) {
+      warn(`A response to no pending request (id ${describeValue(message.id)}) was dropped`);
+      return null;
+    }
+    if ('method' in message && message.method === methods.client.session.update && !('id' in message)) {
+      const notification = parseSessionNotification(message.params);
+      if (notification instanceof ProtocolViolation) {
+        warn(notification.message);
+        return null;
+      }
+      return notification === message.params ? message : { ...message, params: notification };
+    }
+    return message;
+  };
+  const readable = filteredReadable(stream.readable, keep);
   return { readable, writable };
+}
+
+/**
+ * `source`, without the messages `keep` turns into null. The SDK only ever calls
+ * `getReader()` on a connection's readable and then `read`, `releaseLock` and `cancel` on the
+ * reader, so this is a reader over the source's own, not a second stream: a `pipeThrough`
+ * cost ~0.7 µs and two queue hops per message on the stream's hot path.
+ */
+function filteredReadable(source: ReadableStream<AnyMessage>, keep: (message: AnyMessage) => AnyMessage | null): ReadableStream<AnyMessage> {
+  const reader = {
+    getReader() {
+      const inner = source.getReader();
+      type Next = Awaited<ReturnType<typeof inner.read>>;
+      const read = (): Promise<Next> =>
+        inner.read().then((next): Next | Promise<Next> => {
+          if (next.done) return next;
+          const kept = keep(next.value);
+          return kept === null ? read() : { done: false as const, value: kept };
+        });
+      return { read, releaseLock: () => inner.releaseLock(), cancel: (reason?: unknown) => inner.cancel(reason), closed: inner.closed };
+    },
+  };
+  return reader as unknown as ReadableStream<AnyMessage>;
 }
 
 /** A short, safe rendering of an untrusted value for a warning. */

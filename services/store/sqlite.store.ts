@@ -4,8 +4,13 @@
  * corrupt, another application's, or written by a newer agentvisor — is refused untouched
  * with a `store_failed` error naming it.
  *
- * Every entry kind has its own AUTOINCREMENT `seq`: it increases with every entry of that
- * kind across the whole file, and is never reused, even after pruning.
+ * Every entry kind has its own AUTOINCREMENT `seq`: it increases with every row of that
+ * kind across the whole file, and is never reused, even after pruning. Stderr lines and
+ * events are one row each, their `seq` the row's. Transcript entries are packed (schema
+ * version 2): the consecutive entries of one session in one batch share a row, up to
+ * {@link TRANSCRIPT_ROW_ENTRIES} of them, and an entry's `seq` is
+ * `rowSeq * TRANSCRIPT_ROW_ENTRIES + its index in the row` — see "How the transcript is
+ * stored" in docs/store.md.
  */
 import Database from 'better-sqlite3';
 import { mkdirSync, statSync } from 'node:fs';
@@ -99,7 +104,29 @@ const migrations: readonly string[] = [
   );
   CREATE INDEX events_by_agent ON events (agent, seq);
   `,
+  // Version 2: packed transcript rows. A row of version 1 (packed = 0) is one entry, as
+  // before; a packed row holds `count` consecutive entries of one session, its `data` a JSON
+  // array of [at, kind, data] triples, one a line (see packedLine), `at` the newest entry's
+  // time, `first_at` the oldest's, `bytes` the payload bytes of all its entries, and
+  // `first_index` the index (within the row as written) of its first entry: pruning removes
+  // a row's oldest entries and an entry keeps its seq. The covering indexes let counts, sizes
+  // and retention read these columns without reading past the (large) `data` of every row.
+  `
+  ALTER TABLE transcript ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE transcript ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE transcript ADD COLUMN first_index INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE transcript ADD COLUMN first_at INTEGER;
+  CREATE INDEX transcript_sizes ON transcript (seq, at, count, bytes, first_at, packed);
+  DROP INDEX transcript_by_session;
+  CREATE INDEX transcript_by_session ON transcript (agent, session_id, seq, bytes);
+  `,
 ];
+
+/** The most entries a transcript row holds; an entry's seq is `rowSeq * TRANSCRIPT_ROW_ENTRIES + index`. */
+export const TRANSCRIPT_ROW_ENTRIES = 4096;
+
+/** A packed row's `data` stops growing at about this many characters (a larger entry gets a row of its own). */
+const maxPackedChars = 1 << 20;
 
 /** The newest schema version this code knows. */
 export const STORE_SCHEMA_VERSION = migrations.length;
@@ -118,13 +145,32 @@ interface SessionRow {
   updated_at: number;
 }
 
+/** A transcript row: one entry (`packed` = 0), or `count` of them packed. */
 interface TranscriptRow {
   seq: number;
   at: number;
-  agent: string;
-  session_id: string;
   kind: TranscriptKind;
   data: string;
+  count: number;
+  packed: number;
+  first_index: number;
+}
+
+/** A packed row, as retention reads it. */
+interface PackedRow {
+  seq: number;
+  data: string;
+  count: number;
+  bytes: number;
+}
+
+/** The row where a running total (newest rows first) first exceeds a limit. */
+interface StraddlingRow {
+  seq: number;
+  /** The row's count or bytes. */
+  size: number;
+  /** Its and every newer row's. */
+  total: number;
 }
 
 interface EventRow {
@@ -188,6 +234,7 @@ function prepareDatabase(db: Database.Database, path: string, options: SqliteSto
   const version = checkOwnership(db, path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  db.pragma('wal_autocheckpoint = 16384'); // 64 MiB of WAL between checkpoints: fewer rewrites of a stream's tail pages
   db.pragma('foreign_keys = ON');
   if (version < STORE_SCHEMA_VERSION) {
     // IMMEDIATE, checking again under the lock: two processes opening an old or new file at once migrate it once.
@@ -255,10 +302,14 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
         stop_reason = CASE WHEN @hasStopReason THEN excluded.stop_reason ELSE stop_reason END,
         updated_at = excluded.updated_at`),
     transcript: db.prepare('INSERT INTO transcript (agent, session_id, at, kind, data, bytes) VALUES (?, ?, ?, ?, ?, ?)'),
+    transcriptPacked: db.prepare(
+      "INSERT INTO transcript (agent, session_id, at, kind, data, bytes, count, packed, first_at) VALUES (?, ?, ?, 'packed', ?, ?, ?, 1, ?)",
+    ),
     stderr: db.prepare('INSERT INTO stderr (agent, at, line, bytes) VALUES (?, ?, ?, ?)'),
     event: db.prepare('INSERT INTO events (agent, at, event, data, bytes) VALUES (?, ?, ?, ?, ?)'),
+    // From the row that holds the entry `after` (its entries up to `after` are skipped).
     transcriptPage: db.prepare(
-      'SELECT seq, at, agent, session_id, kind, data FROM transcript WHERE agent = ? AND session_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+      'SELECT seq, at, kind, data, count, packed, first_index FROM transcript WHERE agent = ? AND session_id = ? AND seq >= ? ORDER BY seq LIMIT ?',
     ),
     logPage: db.prepare('SELECT seq, at, agent, line FROM stderr WHERE agent = ? AND seq > ? ORDER BY seq LIMIT ?'),
     eventPage: db.prepare('SELECT seq, at, agent, event, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
@@ -266,7 +317,7 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     stats: db.prepare(`
       SELECT
         (SELECT COUNT(*) FROM sessions) AS sessions,
-        (SELECT COUNT(*) FROM transcript) AS transcriptCount, (SELECT coalesce(SUM(bytes), 0) FROM transcript) AS transcriptBytes,
+        (SELECT coalesce(SUM(count), 0) FROM transcript) AS transcriptCount, (SELECT coalesce(SUM(bytes), 0) FROM transcript) AS transcriptBytes,
         (SELECT COUNT(*) FROM stderr) AS stderrCount, (SELECT coalesce(SUM(bytes), 0) FROM stderr) AS stderrBytes,
         (SELECT COUNT(*) FROM events) AS eventsCount, (SELECT coalesce(SUM(bytes), 0) FROM events) AS eventsBytes`),
     sessionsOlderThan: db.prepare('SELECT agent, session_id FROM sessions WHERE updated_at < ?'),
@@ -281,7 +332,8 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     deleteSessionTranscript: db.prepare('DELETE FROM transcript WHERE agent = ? AND session_id = ?'),
     deleteSession: db.prepare('DELETE FROM sessions WHERE agent = ? AND session_id = ?'),
   };
-  const entryPrune = { transcript: entryPruneStatements(db, 'transcript'), stderr: entryPruneStatements(db, 'stderr'), events: entryPruneStatements(db, 'events') };
+  const entryPrune = { stderr: entryPruneStatements(db, 'stderr'), events: entryPruneStatements(db, 'events') };
+  const transcriptPrune = transcriptPruneStatements(db);
 
   /** `sessions()` queries, one per combination of filters, prepared on first use. */
   const sessionQueries = new Map<string, Database.Statement>();
@@ -317,11 +369,8 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
           hasStopReason: write.stopReason === undefined ? 0 : 1,
         });
         return;
-      case 'transcript': {
-        const data = toJson(write.data);
-        statements.transcript.run(write.agent, write.sessionId, write.at, write.kind, data, Buffer.byteLength(data));
-        return;
-      }
+      case 'transcript':
+        throw new Error('transcript writes are packed by writeBatch');
       case 'stderr':
         statements.stderr.run(write.agent, write.at, write.line, Buffer.byteLength(write.line));
         return;
@@ -335,8 +384,82 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     }
   }
 
+  /**
+   * The transcript row being filled: the run of consecutive transcript writes of one session
+   * in this batch (other kinds of write in between do not end it: they go to other tables).
+   * Its first entry is kept apart until a second one comes, so a run of one is a plain row.
+   */
+  let run: {
+    agent: string;
+    sessionId: string;
+    count: number;
+    firstAt: number;
+    lastAt: number;
+    kind: TranscriptKind;
+    json: string;
+    /** The packed row's text so far (no closing bracket), once it has two entries. */
+    text: string;
+    /** The characters of `text` that are payload (the rest are brackets, times, kinds, separators). */
+    payloadChars: number;
+    /** What kinds add to the bytes of `text` beyond their characters (0 but for a kind not in ASCII). */
+    kindExtraBytes: number;
+    /** Whether the entries so far can go in a packed row (a finite time, a string kind). */
+    packable: boolean;
+  } | null = null;
+
+  function addTranscript(write: Extract<StoreWrite, { type: 'transcript' }>): void {
+    const json = toJson(write.data);
+    const { at } = write;
+    const packable = Number.isFinite(at) && typeof write.kind === 'string';
+    const current = run;
+    if (
+      current !== null &&
+      packable &&
+      current.packable &&
+      current.agent === write.agent &&
+      current.sessionId === write.sessionId &&
+      current.count < TRANSCRIPT_ROW_ENTRIES &&
+      // A row's entries are in time order: retention by age drops a row's oldest entries.
+      at >= current.lastAt &&
+      (current.count === 1 ? current.json.length : current.text.length) + json.length < maxPackedChars
+    ) {
+      if (current.count === 1) {
+        current.text = `[${packedLine(current.firstAt, current.kind, current.json)}`;
+        current.payloadChars = current.json.length;
+        current.kindExtraBytes = kindExtraBytes(current.kind);
+      }
+      current.text += `,\n${packedLine(at, write.kind, json)}`;
+      current.payloadChars += json.length;
+      current.kindExtraBytes += kindExtraBytes(write.kind);
+      current.count++;
+      current.lastAt = at;
+      return;
+    }
+    flushTranscript();
+    run = { agent: write.agent, sessionId: write.sessionId, count: 1, firstAt: at, lastAt: at, kind: write.kind, json, text: '', payloadChars: 0, kindExtraBytes: 0, packable };
+  }
+
+  /** Inserts the row being filled: a plain row for one entry, a packed row for more. */
+  function flushTranscript(): void {
+    const current = run;
+    if (current === null) return;
+    run = null;
+    if (current.count === 1) {
+      statements.transcript.run(current.agent, current.sessionId, current.firstAt, current.kind, current.json, Buffer.byteLength(current.json));
+      return;
+    }
+    const text = `${current.text}]`;
+    const bytes = Buffer.byteLength(text) - (text.length - current.payloadChars) - current.kindExtraBytes;
+    statements.transcriptPacked.run(current.agent, current.sessionId, current.lastAt, text, bytes, current.count, current.firstAt);
+  }
+
   const writeBatch = db.transaction((batch: readonly StoreWrite[]) => {
-    for (const write of batch) apply(write);
+    run = null;
+    for (const write of batch) {
+      if (write.type === 'transcript') addTranscript(write);
+      else apply(write);
+    }
+    flushTranscript();
   });
 
   function dropSessions(keys: SessionKey[]): void {
@@ -346,10 +469,78 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     }
   }
 
+  /**
+   * Transcript retention, per entry as for the other kinds: whole rows go by SQL, and the one
+   * row that straddles a limit loses its oldest entries (see trimRow).
+   */
+  function pruneTranscript(rule: RetentionRule, now: number): void {
+    const maxAgeMs = limit(rule.maxAgeMs);
+    const maxCount = limit(rule.maxCount);
+    const maxBytes = limit(rule.maxBytes);
+    if (maxAgeMs !== undefined) {
+      const cutoff = now - maxAgeMs;
+      // Rows whose newest entry is too old, then the oldest entries of rows that hold both.
+      transcriptPrune.byAge.run(cutoff);
+      for (const row of transcriptPrune.olderEntries.all(cutoff) as PackedRow[]) {
+        const lines = packedLines(row.data);
+        let dropped = 0;
+        while (dropped < lines.length && Number(splitLine(lines[dropped]!).at) < cutoff) dropped++;
+        trimRow(row, lines, dropped);
+      }
+    }
+    if (maxCount !== undefined) {
+      const keep = Math.max(0, Math.floor(maxCount));
+      const row = transcriptPrune.beyondCount.get(keep) as StraddlingRow | undefined;
+      if (row) {
+        transcriptPrune.deleteOlder.run(row.seq);
+        // It keeps what the newer rows leave of the limit.
+        const kept = keep - (row.total - row.size);
+        const packed = kept > 0 ? (transcriptPrune.packedRow.get(row.seq) as PackedRow | undefined) : undefined;
+        if (packed) trimRow(packed, packedLines(packed.data), packed.count - kept);
+        else transcriptPrune.deleteRow.run(row.seq);
+      }
+    }
+    if (maxBytes !== undefined) {
+      const row = transcriptPrune.beyondBytes.get(maxBytes) as StraddlingRow | undefined;
+      if (row) {
+        transcriptPrune.deleteOlder.run(row.seq);
+        // Its newest entries that fit in what the newer rows leave of the limit, up to the first that does not.
+        const room = maxBytes - (row.total - row.size);
+        const packed = transcriptPrune.packedRow.get(row.seq) as PackedRow | undefined;
+        let kept = 0;
+        if (packed) {
+          const lines = packedLines(packed.data);
+          let total = 0;
+          for (let index = lines.length - 1; index >= 0; index--) {
+            total += Buffer.byteLength(splitLine(lines[index]!).payload);
+            if (total > room) break;
+            kept++;
+          }
+          if (kept > 0) trimRow(packed, lines, lines.length - kept);
+        }
+        if (kept === 0) transcriptPrune.deleteRow.run(row.seq);
+      }
+    }
+  }
+
+  /** Drops the `dropped` oldest entries of a packed row (`lines` its entries), the row itself when that is all of them. */
+  function trimRow(row: PackedRow, lines: string[], dropped: number): void {
+    if (dropped <= 0) return;
+    if (dropped >= lines.length) {
+      transcriptPrune.deleteRow.run(row.seq);
+      return;
+    }
+    let droppedBytes = 0;
+    for (const line of lines.slice(0, dropped)) droppedBytes += Buffer.byteLength(splitLine(line).payload);
+    const kept = lines.slice(dropped);
+    transcriptPrune.trim.run(`[${kept.join(',\n')}]`, row.count - dropped, dropped, row.bytes - droppedBytes, Number(splitLine(kept[0]!).at), row.seq);
+  }
+
   // Rules apply in turn (age, then count, then bytes), to entries first, then to sessions,
   // so a session's bytes are those of the transcript that is left.
   const pruneAll = db.transaction((retention: Retention, now: number) => {
-    for (const kind of ['transcript', 'stderr', 'events'] as const) {
+    if (retention.transcript) pruneTranscript(retention.transcript, now);
+    for (const kind of ['stderr', 'events'] as const) {
       const rule: RetentionRule | undefined = retention[kind];
       if (!rule) continue;
       const prune = entryPrune[kind];
@@ -406,11 +597,32 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     },
 
     transcript(agent, sessionId, page) {
-      return guarded('read', () =>
-        (statements.transcriptPage.all(agent, sessionId, page.after, pageLimit(page)) as TranscriptRow[]).map(
-          (row): TranscriptEntry => ({ seq: row.seq, at: row.at, agent: row.agent, sessionId: row.session_id, kind: row.kind, data: JSON.parse(row.data) }),
-        ),
-      );
+      return guarded('read', () => {
+        const max = pageLimit(page);
+        const entries: TranscriptEntry[] = [];
+        if (max === 0) return entries;
+        const after = Math.floor(page.after);
+        // Every row holds at least one entry, and only the first (the row of `after`) may give none: max + 1 rows suffice.
+        const rows = statements.transcriptPage.iterate(agent, sessionId, Math.floor(after / TRANSCRIPT_ROW_ENTRIES), max < 0 ? -1 : max + 1) as IterableIterator<TranscriptRow>;
+        for (const row of rows) {
+          const first = row.seq * TRANSCRIPT_ROW_ENTRIES + row.first_index;
+          if (row.packed === 0) {
+            if (first > after) entries.push({ seq: first, at: row.at, agent, sessionId, kind: row.kind, data: JSON.parse(row.data) });
+          } else {
+            const from = Math.max(0, after - first + 1);
+            const to = max < 0 ? row.count : Math.min(row.count, from + max - entries.length);
+            if (from < to) {
+              const triples = JSON.parse(packedSlice(row.data, row.count, from, to)) as [number, TranscriptKind, unknown][];
+              for (let index = 0; index < triples.length; index++) {
+                const [at, kind, data] = triples[index]!;
+                entries.push({ seq: first + from + index, at, agent, sessionId, kind, data });
+              }
+            }
+          }
+          if (max >= 0 && entries.length >= max) break;
+        }
+        return entries;
+      });
     },
 
     logs(agent, page) {
@@ -450,8 +662,80 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
   };
 }
 
+/**
+ * Transcript retention: whole rows by age (of their newest entry), older than a row, a row;
+ * the packed rows that hold entries older than a time; the row where the running count or
+ * bytes of the newest rows first exceeds a limit; and the update that trims a packed row.
+ */
+function transcriptPruneStatements(db: Database.Database) {
+  const straddling = (column: 'count' | 'bytes') =>
+    db.prepare(`
+      SELECT seq, size, total FROM (
+        SELECT seq, ${column} AS size, SUM(${column}) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS total FROM transcript
+      ) WHERE total > ? ORDER BY seq DESC LIMIT 1`);
+  return {
+    // Through the covering index (transcript_sizes): reading a packed row's later columns means reading past its data.
+    byAge: db.prepare('DELETE FROM transcript WHERE seq IN (SELECT seq FROM transcript WHERE at < ?)'),
+    olderEntries: db.prepare('SELECT seq, data, count, bytes FROM transcript WHERE seq IN (SELECT seq FROM transcript WHERE packed = 1 AND first_at < ?)'),
+    beyondCount: straddling('count'),
+    beyondBytes: straddling('bytes'),
+    deleteOlder: db.prepare('DELETE FROM transcript WHERE seq < ?'),
+    deleteRow: db.prepare('DELETE FROM transcript WHERE seq = ?'),
+    packedRow: db.prepare('SELECT seq, data, count, bytes FROM transcript WHERE seq = ? AND packed = 1'),
+    trim: db.prepare('UPDATE transcript SET data = ?, count = ?, first_index = first_index + ?, bytes = ?, first_at = ? WHERE seq = ?'),
+  };
+}
+
+/**
+ * A packed row's data is a JSON array of `[at, kind, data]` triples, one a line: `[` then
+ * the triples joined by `,\n`, then `]`. JSON.stringify never writes a raw line feed, so an
+ * entry is found by counting line feeds, and read without parsing the others.
+ */
+function packedLine(at: number, kind: string, json: string): string {
+  return `[${at},${kindJsons.get(kind) ?? JSON.stringify(kind)},${json}]`;
+}
+
+const kindJsons = new Map<string, string>(
+  (['update', 'prompt', 'prompt_result', 'permission', 'permission_outcome'] satisfies TranscriptKind[]).map((kind) => [kind, JSON.stringify(kind)]),
+);
+
+/** The bytes a kind's JSON has beyond its characters: 0 for the kinds of core/store.ts. */
+function kindExtraBytes(kind: string): number {
+  if (kindJsons.has(kind)) return 0;
+  const json = JSON.stringify(kind);
+  return Buffer.byteLength(json) - json.length;
+}
+
+/** Entries `from` (inclusive) to `to` (exclusive) of a packed row's `count`, as a JSON array of triples. */
+function packedSlice(data: string, count: number, from: number, to: number): string {
+  if (from === 0 && to === count) return data;
+  let start = 1;
+  for (let index = 0; index < from; index++) start = data.indexOf('\n', start) + 1;
+  let end = data.length - 1;
+  if (to < count) {
+    end = start;
+    for (let index = from; index < to; index++) end = data.indexOf('\n', end) + 1;
+    end -= 2; // the line feed and the comma before it
+  }
+  return `[${data.slice(start, end)}]`;
+}
+
+/** A packed row's entries, one JSON triple each. */
+function packedLines(data: string): string[] {
+  return data.slice(1, -1).split(',\n');
+}
+
+/** A triple's parts as written: its time and its payload's JSON text. */
+function splitLine(line: string): { at: string; payload: string } {
+  const comma = line.indexOf(',');
+  // The kind: a JSON string from comma + 1, its closing quote the first one not escaped.
+  let index = comma + 2;
+  while (line[index] !== '"') index += line[index] === '\\' ? 2 : 1;
+  return { at: line.slice(1, comma), payload: line.slice(index + 2, -1) };
+}
+
 /** Deletes from an entry table: by age, beyond a count of the newest, beyond a byte total of the newest. */
-function entryPruneStatements(db: Database.Database, table: 'transcript' | 'stderr' | 'events') {
+function entryPruneStatements(db: Database.Database, table: 'stderr' | 'events') {
   return {
     byAge: db.prepare(`DELETE FROM ${table} WHERE at < ?`),
     // The (count+1)-th newest entry and every older one.

@@ -4,13 +4,13 @@
  * (not SQLite, another application's, a newer schema) and leave untouched.
  */
 import Database from 'better-sqlite3';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Page } from '../../core/store.js';
-import { openSqliteStore, STORE_APPLICATION_ID, STORE_SCHEMA_VERSION } from '../../services/store/sqlite.store.js';
+import type { Page, StoreWrite, TranscriptKind } from '../../core/store.js';
+import { openSqliteStore, STORE_APPLICATION_ID, STORE_SCHEMA_VERSION, TRANSCRIPT_ROW_ENTRIES } from '../../services/store/sqlite.store.js';
 import { describeStoreContract, writes } from '../support/store-contract.js';
 
 const all: Page = { after: 0, limit: 1_000_000 };
@@ -34,6 +34,83 @@ afterEach(() => {
   for (const handle of opened.splice(0)) handle.close();
   rmSync(dir, { recursive: true, force: true });
 });
+
+/**
+ * The schema of version 1 as it shipped (user_version 1): files like it exist in developers'
+ * state directories, their transcript one entry a row.
+ */
+const schemaVersion1 = `
+  CREATE TABLE agents (name TEXT PRIMARY KEY, spec TEXT NOT NULL, updated_at INTEGER NOT NULL);
+  CREATE TABLE sessions (
+    agent TEXT NOT NULL, session_id TEXT NOT NULL, cwd TEXT NOT NULL, title TEXT, state TEXT NOT NULL, stop_reason TEXT,
+    created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (agent, session_id)
+  );
+  CREATE INDEX sessions_by_cwd ON sessions (agent, cwd, updated_at);
+  CREATE INDEX sessions_by_update ON sessions (updated_at);
+  CREATE TABLE transcript (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, session_id TEXT NOT NULL, at INTEGER NOT NULL,
+    kind TEXT NOT NULL, data TEXT NOT NULL, bytes INTEGER NOT NULL
+  );
+  CREATE INDEX transcript_by_session ON transcript (agent, session_id, seq);
+  CREATE TABLE stderr (seq INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, at INTEGER NOT NULL, line TEXT NOT NULL, bytes INTEGER NOT NULL);
+  CREATE INDEX stderr_by_agent ON stderr (agent, seq);
+  CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT, at INTEGER NOT NULL, event TEXT NOT NULL, data TEXT NOT NULL, bytes INTEGER NOT NULL
+  );
+  CREATE INDEX events_by_agent ON events (agent, seq);
+`;
+
+/** Creates `path` as agentvisor 1 left it, with these transcript entries, one a row (`data` written as JSON). */
+function createVersion1File(path: string, entries: { at: number; sessionId: string; kind: TranscriptKind; data: unknown }[]): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const raw = new Database(path);
+  raw.pragma('journal_mode = WAL');
+  raw.exec(schemaVersion1);
+  const insert = raw.prepare("INSERT INTO transcript (agent, session_id, at, kind, data, bytes) VALUES ('a', ?, ?, ?, ?, ?)");
+  for (const entry of entries) {
+    const json = JSON.stringify(entry.data);
+    insert.run(entry.sessionId, entry.at, entry.kind, json, Buffer.byteLength(json));
+  }
+  raw.pragma(`application_id = ${STORE_APPLICATION_ID}`);
+  raw.pragma('user_version = 1');
+  raw.close();
+}
+
+interface RawTranscriptRow {
+  seq: number;
+  session_id: string;
+  at: number;
+  count: number;
+  packed: number;
+  first_index: number;
+  first_at: number | null;
+  bytes: number;
+}
+
+/** The transcript's rows as stored, oldest first (without their data). */
+function transcriptRows(path: string): RawTranscriptRow[] {
+  const raw = new Database(path, { readonly: true });
+  try {
+    return raw.prepare('SELECT seq, session_id, at, count, packed, first_index, first_at, bytes FROM transcript ORDER BY seq').all() as RawTranscriptRow[];
+  } finally {
+    raw.close();
+  }
+}
+
+/** Every entry of a session's transcript, read in pages of `limit`. */
+function readAll(store: ReturnType<typeof openSqliteStore>, sessionId: string, limit: number, agent = 'a') {
+  const read = [];
+  let after = 0;
+  for (;;) {
+    const page = store.transcript(agent, sessionId, { after, limit });
+    expect(page.length).toBeLessThanOrEqual(limit);
+    read.push(...page);
+    if (page.length < limit) return read;
+    after = page.at(-1)!.seq;
+  }
+}
+
+const entry = (at: number, data: unknown, kind: TranscriptKind = 'update', sessionId = 's'): StoreWrite => ({ type: 'transcript', at, agent: 'a', sessionId, kind, data });
 
 /** A file's bytes and its directory's listing, to show a refused file was not touched. */
 function snapshot(path: string) {
@@ -122,6 +199,240 @@ describe('sqlite store', () => {
       const store = track(openSqliteStore(join(dir, 'empty.db')));
       store.write([writes.stderr(1, 'ok')]);
       expect(store.stats().stderr.count).toBe(1);
+    });
+  });
+
+  describe('packed transcript', () => {
+    it('keeps 10,000 updates of one batch, interleaved with another session, stderr and events, complete and in order', () => {
+      const store = track(openSqliteStore(file));
+      const batch: StoreWrite[] = [writes.session(0)];
+      for (let i = 0; i < 10_000; i++) {
+        batch.push(entry(1000 + Math.floor(i / 100), { i, text: 'chunk' }));
+        // Up to 6,009 only between stderr lines and events (which do not end a row), then after another session's every 10th.
+        if (i % 500 === 0) batch.push(writes.stderr(1000, `line ${i}`), writes.event(1000, { i }));
+        if (i >= 6000 && i % 10 === 9) batch.push(entry(1000, { other: i }, 'update', 'other'));
+      }
+      batch.push(entry(2000, { stopReason: 'end_turn' }, 'prompt_result'));
+      store.write(batch);
+
+      const expected = [...Array.from({ length: 10_000 }, (_, i) => ({ i, text: 'chunk' })), { stopReason: 'end_turn' }];
+      for (const limit of [1_000_000, 1000, 333, 7]) {
+        const read = readAll(store, 's', limit);
+        expect(read.map((entry) => entry.data)).toEqual(expected);
+        expect(read.map((entry) => entry.at)).toEqual([...Array.from({ length: 10_000 }, (_, i) => 1000 + Math.floor(i / 100)), 2000]);
+        expect(read.at(-1)).toMatchObject({ agent: 'a', sessionId: 's', kind: 'prompt_result' });
+        const seqs = read.map((entry) => entry.seq);
+        expect(seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!)).toBe(true);
+        expect(seqs.every((seq) => Number.isSafeInteger(seq))).toBe(true);
+      }
+      expect(store.transcript('a', 'other', all).map((entry) => entry.data)).toEqual(Array.from({ length: 400 }, (_, i) => ({ other: 6009 + i * 10 })));
+      expect(store.logs('a', all).map((line) => line.line)).toEqual(Array.from({ length: 20 }, (_, i) => `line ${i * 500}`));
+      expect(store.events({}, all).map((event) => event.data)).toEqual(Array.from({ length: 20 }, (_, i) => ({ i: i * 500 })));
+      expect(store.stats().transcript.count).toBe(10_401);
+
+      // Packed: the first 6,000 in rows of at most 4096, then runs of 9 between the other session's entries.
+      const rows = transcriptRows(file);
+      const ours = rows.filter((row) => row.session_id === 's');
+      expect(ours.slice(0, 2).map((row) => row.count)).toEqual([TRANSCRIPT_ROW_ENTRIES, 6010 - TRANSCRIPT_ROW_ENTRIES]);
+      expect(Math.max(...rows.map((row) => row.count))).toBe(TRANSCRIPT_ROW_ENTRIES);
+      expect(rows.reduce((total, row) => total + row.count, 0)).toBe(10_401);
+      expect(rows.length).toBeLessThan(1000);
+      expect(rows.slice(0, 2)).toMatchObject([
+        { packed: 1, first_index: 0, first_at: 1000, at: 1040 },
+        { packed: 1, first_index: 0, first_at: 1040, at: 1060 },
+      ]);
+    });
+
+    it('pages with after in the middle of a packed row, at its last entry, and at seqs no entry has', () => {
+      const store = track(openSqliteStore(file));
+      store.write(Array.from({ length: 100 }, (_, i) => entry(i, i)));
+      for (let i = 100; i < 105; i++) store.write([entry(i, i)]); // one entry a row
+      const every = store.transcript('a', 's', all);
+      expect(every.map((entry) => entry.data)).toEqual(Array.from({ length: 105 }, (_, i) => i));
+      const seq = (i: number) => every[i]!.seq;
+      const data = (page: Page) => store.transcript('a', 's', page).map((entry) => entry.data);
+
+      expect(data({ after: seq(29), limit: 30 })).toEqual(Array.from({ length: 30 }, (_, i) => 30 + i));
+      expect(data({ after: seq(49), limit: 1 })).toEqual([50]);
+      expect(data({ after: seq(98), limit: 3 })).toEqual([99, 100, 101]);
+      // The row of `after` gives nothing more: still `limit` entries, from the rows after it.
+      expect(data({ after: seq(99), limit: 5 })).toEqual([100, 101, 102, 103, 104]);
+      expect(data({ after: seq(99), limit: 4 })).toEqual([100, 101, 102, 103]);
+      expect(data({ after: seq(104), limit: 5 })).toEqual([]);
+      expect(data({ after: seq(10) + 0.5, limit: 2 })).toEqual([11, 12]);
+      expect(data({ after: -5, limit: 2 })).toEqual([0, 1]);
+      expect(data({ after: seq(99) + 1, limit: 2 })).toEqual([100, 101]);
+      expect(data({ after: seq(0), limit: 0 })).toEqual([]);
+      expect(data({ after: seq(0), limit: Number.POSITIVE_INFINITY })).toHaveLength(104);
+      // A cursor is an entry's seq: the seq of the first entry of a row is the row's, times TRANSCRIPT_ROW_ENTRIES.
+      expect(seq(1) - seq(0)).toBe(1);
+      expect(seq(0) % TRANSCRIPT_ROW_ENTRIES).toBe(0);
+      expect(seq(100) % TRANSCRIPT_ROW_ENTRIES).toBe(0);
+    });
+
+    it('reads back every kind and payload exactly (line breaks, quotes, non-ASCII, U+2028, null) and counts their bytes, trimmed or not', () => {
+      const store = track(openSqliteStore(file));
+      const payloads: unknown[] = ['a\nb\r\n', 'say "hi" \\ \u2028 \u2029 é 🎉', { nested: ['x,\n', null, 1.5, -0, 1e21] }, null, [], {}, 0, true, 'x'.repeat(10_000)];
+      // And a kind no agentvisor writes, with a quote, a backslash and non-ASCII: kept as given, its bytes not counted.
+      const kinds = ['prompt', 'update', 'permission', 'permission_outcome', 'prompt_result', 'k"\\é'] as TranscriptKind[];
+      store.write(payloads.map((data, i) => entry(i, data, kinds[i % kinds.length])));
+      const read = store.transcript('a', 's', all);
+      expect(read.map(({ at, kind, data }) => ({ at, kind, data }))).toEqual(
+        payloads.map((data, i) => ({ at: i, kind: kinds[i % kinds.length], data: JSON.parse(JSON.stringify(data)) })),
+      );
+      const bytes = payloads.reduce<number>((total, data) => total + Buffer.byteLength(JSON.stringify(data)), 0);
+      expect(store.stats().transcript).toEqual({ count: payloads.length, bytes });
+      expect(transcriptRows(file)).toMatchObject([{ count: payloads.length, packed: 1, bytes }]);
+      // Trimmed entry by entry from the oldest, the bytes follow.
+      for (let left = payloads.length - 1; left >= 0; left--) {
+        store.prune({ transcript: { maxCount: left } }, 100);
+        expect(store.transcript('a', 's', all).map((entry) => entry.data)).toEqual(read.slice(payloads.length - left).map((entry) => entry.data));
+        expect(store.transcript('a', 's', all).map((entry) => entry.seq)).toEqual(read.slice(payloads.length - left).map((entry) => entry.seq));
+        expect(store.stats().transcript).toEqual({
+          count: left,
+          bytes: payloads.slice(payloads.length - left).reduce<number>((total, data) => total + Buffer.byteLength(JSON.stringify(data)), 0),
+        });
+      }
+    });
+
+    it('starts a new row when time goes back, when a row is full of text, and keeps a single entry a plain row', () => {
+      const store = track(openSqliteStore(file));
+      const big = 'x'.repeat(700_000);
+      store.write([entry(10, 1), entry(20, 2), entry(15, 3), entry(15, 4), entry(16, big), entry(17, big), entry(18, 'after')]);
+      store.write([entry(30, 'alone')]);
+      expect(store.transcript('a', 's', all).map((entry) => [entry.at, entry.data])).toEqual([
+        [10, 1],
+        [20, 2],
+        [15, 3],
+        [15, 4],
+        [16, big],
+        [17, big],
+        [18, 'after'],
+        [30, 'alone'],
+      ]);
+      expect(transcriptRows(file).map(({ count, packed, at, first_at }) => ({ count, packed, at, first_at }))).toEqual([
+        { count: 2, packed: 1, at: 20, first_at: 10 },
+        { count: 3, packed: 1, at: 16, first_at: 15 },
+        { count: 2, packed: 1, at: 18, first_at: 17 },
+        { count: 1, packed: 0, at: 30, first_at: null },
+      ]);
+    });
+
+    it('reads a version 1 file: its rows as single entries, in order with the packed rows written after the upgrade', () => {
+      createVersion1File(file, [
+        { at: 1, sessionId: 's', kind: 'prompt', data: { prompt: [{ type: 'text', text: 'hi' }] } },
+        { at: 2, sessionId: 's', kind: 'update', data: { n: 1 } },
+        { at: 2, sessionId: 'other', kind: 'update', data: { other: 1 } },
+        { at: 3, sessionId: 's', kind: 'update', data: { n: 2 } },
+        { at: 4, sessionId: 's', kind: 'prompt_result', data: { stopReason: 'end_turn' } },
+      ]);
+      const store = track(openSqliteStore(file));
+      expect(store.stats().transcript.count).toBe(5);
+      store.write([entry(5, { prompt: 'again' }, 'prompt'), ...Array.from({ length: 20 }, (_, i) => entry(6, { n: 3 + i }))]);
+      store.write([entry(7, { stopReason: 'end_turn' }, 'prompt_result')]);
+
+      const expected = [
+        { at: 1, kind: 'prompt', data: { prompt: [{ type: 'text', text: 'hi' }] } },
+        { at: 2, kind: 'update', data: { n: 1 } },
+        { at: 3, kind: 'update', data: { n: 2 } },
+        { at: 4, kind: 'prompt_result', data: { stopReason: 'end_turn' } },
+        { at: 5, kind: 'prompt', data: { prompt: 'again' } },
+        ...Array.from({ length: 20 }, (_, i) => ({ at: 6, kind: 'update', data: { n: 3 + i } })),
+        { at: 7, kind: 'prompt_result', data: { stopReason: 'end_turn' } },
+      ];
+      for (const limit of [1000, 3, 1]) expect(readAll(store, 's', limit).map(({ at, kind, data }) => ({ at, kind, data }))).toEqual(expected);
+      const read = store.transcript('a', 's', all);
+      expect(read.slice(0, 4).map((entry) => entry.seq)).toEqual([1, 2, 4, 5].map((rowSeq) => rowSeq * TRANSCRIPT_ROW_ENTRIES));
+      expect(read.every((entry, i) => i === 0 || entry.seq > read[i - 1]!.seq)).toBe(true);
+      expect(store.transcript('a', 's', { after: read[3]!.seq, limit: 2 }).map((entry) => entry.data)).toEqual([{ prompt: 'again' }, { n: 3 }]);
+      expect(store.transcript('a', 'other', all).map((entry) => entry.data)).toEqual([{ other: 1 }]);
+      expect(store.stats().transcript.count).toBe(5 + 22);
+      expect(transcriptRows(file).map(({ seq, count, packed }) => ({ seq, count, packed }))).toEqual([
+        { seq: 1, count: 1, packed: 0 },
+        { seq: 2, count: 1, packed: 0 },
+        { seq: 3, count: 1, packed: 0 },
+        { seq: 4, count: 1, packed: 0 },
+        { seq: 5, count: 1, packed: 0 },
+        { seq: 6, count: 21, packed: 1 },
+        { seq: 7, count: 1, packed: 0 },
+      ]);
+      // Retention across both: the newest 10 entries of all sessions.
+      store.prune({ transcript: { maxCount: 10 } }, 100);
+      expect(store.transcript('a', 's', all).map((entry) => entry.data)).toEqual([...Array.from({ length: 9 }, (_, i) => ({ n: 14 + i })), { stopReason: 'end_turn' }]);
+      expect(store.transcript('a', 'other', all)).toEqual([]);
+      const raw = track(new Database(file, { readonly: true }));
+      expect(raw.pragma('user_version', { simple: true })).toBe(STORE_SCHEMA_VERSION);
+    });
+
+    describe('retention, per entry', () => {
+      /** Three packed rows of 10 entries (sessions s, t, s), at 100 + i, each payload 5 bytes (`"eNN"`). */
+      function writeRows(store: ReturnType<typeof openSqliteStore>) {
+        const batch: StoreWrite[] = [];
+        for (let i = 0; i < 30; i++) batch.push(entry(100 + i, `e${String(i).padStart(2, '0')}`, 'update', Math.floor(i / 10) === 1 ? 't' : 's'));
+        store.write(batch);
+        return [...store.transcript('a', 's', all), ...store.transcript('a', 't', all)].sort((a, b) => a.seq - b.seq);
+      }
+      const left = (store: ReturnType<typeof openSqliteStore>) =>
+        [...store.transcript('a', 's', all), ...store.transcript('a', 't', all)].sort((a, b) => a.seq - b.seq);
+
+      it('by count: whole rows, then the oldest entries of the row that straddles the limit, each entry keeping its seq', () => {
+        const store = track(openSqliteStore(file));
+        const written = writeRows(store);
+        store.prune({ transcript: { maxCount: 15 } }, 1000);
+        expect(left(store)).toEqual(written.slice(15));
+        expect(transcriptRows(file).map(({ count, first_index, first_at, at, bytes }) => ({ count, first_index, first_at, at, bytes }))).toEqual([
+          { count: 5, first_index: 5, first_at: 115, at: 119, bytes: 25 },
+          { count: 10, first_index: 0, first_at: 120, at: 129, bytes: 50 },
+        ]);
+        expect(store.stats().transcript).toEqual({ count: 15, bytes: 75 });
+        store.prune({ transcript: { maxCount: 11 } }, 1000);
+        expect(left(store)).toEqual(written.slice(19));
+        store.prune({ transcript: { maxCount: 10 } }, 1000);
+        expect(left(store)).toEqual(written.slice(20));
+        expect(transcriptRows(file)).toHaveLength(1);
+        // Paging still starts where the cursor says, in a trimmed row.
+        store.prune({ transcript: { maxCount: 8 } }, 1000);
+        expect(store.transcript('a', 's', { after: written[21]!.seq, limit: 3 })).toEqual(written.slice(22, 25));
+        expect(store.transcript('a', 's', { after: written[23]!.seq, limit: 3 })).toEqual(written.slice(24, 27));
+      });
+
+      it('by age: rows whose newest entry is too old, and the older entries of a row that holds both', () => {
+        const store = track(openSqliteStore(file));
+        const written = writeRows(store);
+        store.prune({ transcript: { maxAgeMs: 100 } }, 213); // keeps at >= 113
+        expect(left(store)).toEqual(written.slice(13));
+        expect(transcriptRows(file)[0]).toMatchObject({ count: 7, first_index: 3, first_at: 113, at: 119 });
+        store.prune({ transcript: { maxAgeMs: 100 } }, 220);
+        expect(left(store)).toEqual(written.slice(20));
+        store.prune({ transcript: { maxAgeMs: 0 } }, 129);
+        expect(left(store)).toEqual(written.slice(29));
+        expect(store.stats().transcript).toEqual({ count: 1, bytes: 5 });
+      });
+
+      it('by bytes: the newest entries that fit, the straddling row trimmed to them', () => {
+        const store = track(openSqliteStore(file));
+        const written = writeRows(store);
+        expect(store.stats().transcript.bytes).toBe(150);
+        store.prune({ transcript: { maxBytes: 64 } }, 1000); // 12 entries of 5 bytes
+        expect(left(store)).toEqual(written.slice(18));
+        expect(store.stats().transcript).toEqual({ count: 12, bytes: 60 });
+        store.prune({ transcript: { maxBytes: 50 } }, 1000);
+        expect(left(store)).toEqual(written.slice(20));
+        store.prune({ transcript: { maxBytes: 49 } }, 1000);
+        expect(left(store)).toEqual(written.slice(21));
+        store.prune({ transcript: { maxBytes: 4 } }, 1000);
+        expect(left(store)).toEqual([]);
+        expect(transcriptRows(file)).toEqual([]);
+      });
+
+      it('sessions by bytes count the bytes of their packed entries', () => {
+        const store = track(openSqliteStore(file));
+        writeRows(store);
+        store.write([writes.session(1, { sessionId: 's' }), writes.session(2, { sessionId: 't' })]);
+        store.prune({ sessions: { maxBytes: 99 } }, 1000); // t: 50 bytes, s: 100 bytes
+        expect(store.sessions({}).map((session) => session.sessionId)).toEqual(['t']);
+        expect(store.stats().transcript).toEqual({ count: 10, bytes: 50 });
+      });
     });
   });
 
