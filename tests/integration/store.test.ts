@@ -4,7 +4,9 @@
  * it back, resuming a session after the host was killed mid-stream, retention, faults (a
  * corrupt file, a full database) and secrets (no env value in the file).
  */
-import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync, writeFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -21,6 +23,20 @@ async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   for await (const entry of iterable) entries.push(entry);
   return entries;
 }
+
+/** Whether this host lets a test mount a tmpfs in a mount namespace of its own (root, util-linux unshare). */
+const canMountTmpfs = (() => {
+  const dir = mkdtempSync(join(tmpdir(), 'agentvisor-tmpfs-'));
+  try {
+    execFileSync('unshare', ['--mount', 'sh', '-c', 'mount -t tmpfs -o size=64k tmpfs "$0"', dir], { stdio: 'ignore' });
+    return true;
+  } catch {
+    console.warn('store full-disk test skipped: cannot mount a tmpfs in a mount namespace here (needs root and util-linux unshare)');
+    return false;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+})();
 
 const updatesOf = (entries: TranscriptEntry[]) => entries.filter((entry) => entry.kind === 'update').map((entry) => entry.data as { sessionUpdate: string; content?: { text?: string } });
 const textOf = (entries: TranscriptEntry[]) => updatesOf(entries).filter((update) => update.sessionUpdate === 'agent_message_chunk').map((update) => update.content?.text ?? '');
@@ -236,6 +252,34 @@ describe('faults', () => {
     expect(errors[0]).toMatchObject({ kind: 'store_failed', message: expect.stringMatching(/full/i) });
     expect(env.supervisor.getStatus('stream')).toBe('connected');
     expect(await session.prompt(command({ op: 'stream', count: 3, text: 'y' }))).toBe('end_turn');
+  });
+
+  it.skipIf(!canMountTmpfs)('a real full disk (the state directory on a 1 MiB tmpfs): store:error events, the agent keeps running and answering', async () => {
+    const hostScript = `
+      import { createSupervisor } from 'agentvisor';
+      const { stateDir, args } = JSON.parse(process.env.HOST_SETTINGS);
+      const supervisor = createSupervisor({ stateDir, handleSignals: false, agents: { stream: { command: process.execPath, args } } });
+      const errors = [];
+      supervisor.on('store:error', (event) => errors.push(event));
+      const session = await supervisor.newSession('stream', { cwd: process.cwd() });
+      const first = await session.prompt(JSON.stringify({ op: 'stream', count: 30000, text: 'x'.repeat(100) }));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const second = await session.prompt(JSON.stringify({ op: 'stream', count: 3, text: 'y' }));
+      console.log(JSON.stringify({ first, second, status: supervisor.getStatus('stream'), errors: errors.slice(0, 2) }));
+      await supervisor.shutdown();
+    `;
+    const settings = { stateDir: env.files.path('full'), args: [streamAgentScript] };
+    mkdirSync(settings.stateDir);
+    const result = await execa('unshare', ['--mount', 'sh', '-c', 'mount -t tmpfs -o size=1m tmpfs "$0" && exec "$1" --input-type=module -e "$2"', settings.stateDir, process.execPath, hostScript], {
+      cwd: root,
+      env: { HOST_SETTINGS: JSON.stringify(settings) },
+      reject: false,
+      timeout: 60_000,
+    });
+    expect(result.exitCode, result.stderr).toBe(0);
+    const outcome = JSON.parse(result.stdout) as { first: string; second: string; status: string; errors: Array<{ kind: string; message: string }> };
+    expect(outcome).toMatchObject({ first: 'end_turn', second: 'end_turn', status: 'connected' });
+    expect(outcome.errors[0]).toMatchObject({ kind: 'store_failed', message: expect.stringMatching(/full|space/i) });
   });
 
   it("option store must be 'sqlite', 'memory' or a Store; retention limits must be numbers", () => {
