@@ -19,6 +19,8 @@ export { createConsoleInspector } from './inspection/console-inspector.js';
 export type { PermissionPolicy, PermissionRequest } from './core/permission-policy.js';
 export type { ContentBlock, SessionUpdate, StopReason, McpServer } from './core/acp-types.js';
 export type { AgentSpec } from './core/agent-spec.js';
+export type { WorkspaceSpec, WorkspaceOwner, WorkspaceKind, CleanupStrategy } from './core/workspace-spec.js';
+export type { WorkspaceInfo, PruneOptions, PruneResult, WorkspaceEvents } from './runtime/workspace-registry.js';
 export { AgentError, type AgentErrorKind, type AgentFailure } from './core/errors.js';
 export { presets, echoAgentScript, installHints } from './services/presets.js';
 export { agentMachine, type AgentContext } from './machines/agent.machine.js';

@@ -46,6 +46,12 @@ export interface AgentProcessDependencies {
   records?: AgentRecords | null;
   /** Hears every line an agent writes to stderr. */
   onStderrLine?(agent: string, line: string): void;
+  /**
+   * The agent's workspace (docs/workspaces.md), made before the spawn: resolves with the
+   * directory the agent runs in, rejects with the reason (kind `workspace_failed`); null
+   * when the agent has none.
+   */
+  prepareWorkspace?(agent: string): Promise<string> | null;
 }
 
 
@@ -56,79 +62,132 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     const report = (event: ProcessEvent) => {
       if (!released) sendBack(event);
     };
-    const onStderrLine = deps.onStderrLine;
-    const proc = spawnAgentProcess(deps.getSpec(input.agent), {
-      stderrLines: deps.stderrLines,
-      containment: deps.containment,
-      agent: input.agent,
-      records: deps.records,
-      onStderrLine: onStderrLine && ((line) => onStderrLine(input.agent, line)),
-    });
-    const pid = proc.pid;
-
-    if (pid === undefined) {
-      void proc.spawnFailure.then((failure) => {
-        report({ type: 'process.failed', ...(failure ?? { kind: 'spawn_failed', detail: 'spawn failed' }), stderr: [] });
-        report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
-      });
+    const spec = deps.getSpec(input.agent);
+    const preparing = deps.prepareWorkspace?.(input.agent) ?? null;
+    if (!preparing) {
+      const running = runProcess(deps, input.agent, spec, report);
+      receive((command) => running.command(command));
       return () => {
         released = true;
+        running.release();
       };
     }
 
-    // Uncontained, the spawned pid is the agent's; a wrapper's agent pid is found a moment later.
-    if (proc.containment === null) report({ type: 'process.spawned', pid, containment: null });
-    else void proc.agentPid.then((agentPid) => report({ type: 'process.spawned', pid: agentPid ?? pid, containment: proc.containment }));
-    const acp = openAcpConnection(proc.stdin, proc.stdout, deps.acpOptions?.(input.agent));
-    const { connection } = acp;
-    let closingOnPurpose = false;
-    let streamClosed = false;
-    let groupGone = false; // once reaped, the pgid may be reused: never signal it again
-
-    acp.initialize().then(
-      async (initialize) => {
-        const agentPid = (await proc.agentPid) ?? pid;
-        if (released || !proc.isRunning()) return;
-        deps.connections.add({ agent: input.agent, pid: agentPid, connection, initialize });
-        report({ type: 'process.initialized', initialize });
+    // The workspace first (docs/workspaces.md): nothing is spawned until it exists, and
+    // nothing at all when it cannot be made. A stop meanwhile ends the attempt once the git
+    // command in flight has finished (it is never killed halfway through a worktree).
+    let running: RunningProcess | null = null;
+    let stopAsked = false;
+    preparing.then(
+      (cwd) => {
+        if (released) return;
+        if (stopAsked) return report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
+        running = runProcess(deps, input.agent, { ...spec, cwd }, report);
       },
       (error: unknown) => {
-        // A closed stream is reported by the exit path below, with the exit code.
-        if (connection.signal.aborted) return;
-        report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: proc.stderr.snapshot() });
+        report({ type: 'process.failed', kind: 'workspace_failed', detail: describeError(error), stderr: [] });
+        report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
       },
     );
-
-    // Stdout closing usually means the process is exiting; if it is still running after a
-    // short grace, it closed its stream but kept running — useless without one, so kill it.
-    let streamGrace: NodeJS.Timeout | undefined;
-    void connection.closed.then(() => {
-      // A closed connection is useless to callers at once, whatever the process does next.
-      deps.connections.remove(input.agent, connection);
-      report({ type: 'process.connectionClosed' });
-      if (closingOnPurpose || !proc.isRunning()) return;
-      streamGrace = setTimeout(() => {
-        if (closingOnPurpose || !proc.isRunning()) return;
-        streamClosed = true;
-        proc.signalGroup('SIGKILL');
-      }, streamClosedGraceMs);
-    });
-
-    void proc.exited.then((exit) => {
-      clearTimeout(streamGrace);
-      connection.close();
-      deps.connections.remove(input.agent, connection);
-      groupGone = true; // `exited` resolves only after the group was reaped
-      report({
-        type: 'process.exited',
-        exitCode: exit.exitCode,
-        signal: exit.signal,
-        stderr: proc.stderr.snapshot(),
-        reason: streamClosed ? 'stream_closed' : 'exit',
-      });
-    });
-
     receive((command) => {
+      if (running) running.command(command);
+      else stopAsked = true;
+    });
+    return () => {
+      released = true;
+      running?.release();
+    };
+  });
+}
+
+/** One spawned process, as the actor drives it. */
+interface RunningProcess {
+  command(command: ProcessCommand): void;
+  /** The actor was stopped: kill whatever is left of the process group. */
+  release(): void;
+}
+
+/** Spawns the agent, opens ACP and reports every step with `report`. */
+function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSpec, report: (event: ProcessEvent) => void): RunningProcess {
+  let released = false;
+  const onStderrLine = deps.onStderrLine;
+  const proc = spawnAgentProcess(spec, {
+    stderrLines: deps.stderrLines,
+    containment: deps.containment,
+    agent,
+    records: deps.records,
+    onStderrLine: onStderrLine && ((line) => onStderrLine(agent, line)),
+  });
+  const pid = proc.pid;
+
+  if (pid === undefined) {
+    void proc.spawnFailure.then((failure) => {
+      if (released) return;
+      report({ type: 'process.failed', ...(failure ?? { kind: 'spawn_failed', detail: 'spawn failed' }), stderr: [] });
+      report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
+    });
+    return {
+      command: () => {},
+      release: () => {
+        released = true;
+      },
+    };
+  }
+
+  // Uncontained, the spawned pid is the agent's; a wrapper's agent pid is found a moment later.
+  if (proc.containment === null) report({ type: 'process.spawned', pid, containment: null });
+  else void proc.agentPid.then((agentPid) => report({ type: 'process.spawned', pid: agentPid ?? pid, containment: proc.containment }));
+  const acp = openAcpConnection(proc.stdin, proc.stdout, deps.acpOptions?.(agent));
+  const { connection } = acp;
+  let closingOnPurpose = false;
+  let streamClosed = false;
+  let groupGone = false; // once reaped, the pgid may be reused: never signal it again
+
+  acp.initialize().then(
+    async (initialize) => {
+      const agentPid = (await proc.agentPid) ?? pid;
+      if (released || !proc.isRunning()) return;
+      deps.connections.add({ agent, pid: agentPid, connection, initialize });
+      report({ type: 'process.initialized', initialize });
+    },
+    (error: unknown) => {
+      // A closed stream is reported by the exit path below, with the exit code.
+      if (connection.signal.aborted) return;
+      report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: proc.stderr.snapshot() });
+    },
+  );
+
+  // Stdout closing usually means the process is exiting; if it is still running after a
+  // short grace, it closed its stream but kept running — useless without one, so kill it.
+  let streamGrace: NodeJS.Timeout | undefined;
+  void connection.closed.then(() => {
+    // A closed connection is useless to callers at once, whatever the process does next.
+    deps.connections.remove(agent, connection);
+    report({ type: 'process.connectionClosed' });
+    if (closingOnPurpose || !proc.isRunning()) return;
+    streamGrace = setTimeout(() => {
+      if (closingOnPurpose || !proc.isRunning()) return;
+      streamClosed = true;
+      proc.signalGroup('SIGKILL');
+    }, streamClosedGraceMs);
+  });
+
+  void proc.exited.then((exit) => {
+    clearTimeout(streamGrace);
+    connection.close();
+    deps.connections.remove(agent, connection);
+    groupGone = true; // `exited` resolves only after the group was reaped
+    report({
+      type: 'process.exited',
+      exitCode: exit.exitCode,
+      signal: exit.signal,
+      stderr: proc.stderr.snapshot(),
+      reason: streamClosed ? 'stream_closed' : 'exit',
+    });
+  });
+
+  return {
+    command(command) {
       switch (command.type) {
         case 'closeInput':
           closingOnPurpose = true;
@@ -142,16 +201,15 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
           proc.signalGroup('SIGKILL');
           break;
       }
-    });
-
-    return () => {
+    },
+    release() {
       released = true;
       closingOnPurpose = true;
       clearTimeout(streamGrace);
-      deps.connections.remove(input.agent, connection);
+      deps.connections.remove(agent, connection);
       connection.close();
       // Leader or not, nothing of this group may outlive its actor.
       if (!groupGone) signalGroup(pid, 'SIGKILL');
-    };
-  });
+    },
+  };
 }

@@ -16,6 +16,7 @@ import { defaultStateDir } from '../runtime/state-dir.js';
 import { defaultRetention, storeMethods } from '../runtime/store-choice.js';
 import type { Store } from '../core/store.js';
 import { describeSchemaIssue, noNul } from '../core/schema.js';
+import { workspaceSpecSchema, type WorkspaceSpec } from '../core/workspace-spec.js';
 
 export type { Clock };
 
@@ -103,6 +104,8 @@ export const supervisorOptionsSchema = z.strictObject({
   capabilities: z.strictObject({ fs: z.boolean().optional(), terminal: z.boolean().optional() }).optional(),
   /** Most bytes of output a terminal keeps (default 1 MiB); an agent may ask for less. */
   terminalOutputByteLimit: z.number().int().min(1).optional(),
+  /** At most one `workspace:status` event per workspace per this many ms (default 1000; docs/workspaces.md). */
+  workspaceStatusIntervalMs: z.number().int().min(50, 'must be at least 50 ms').max(maxTimerMs).optional(),
   /** XState clock for every delay (a SimulatedClock in tests). */
   clock: z.custom<Clock>((value) => hasMethods(value, ['setTimeout', 'clearTimeout']), 'must be an XState clock (setTimeout and clearTimeout)').optional(),
   /** XState inspection, passed to every actor. */
@@ -136,6 +139,16 @@ export const sessionOptionsSchema = z.strictObject({
   resume: z.boolean().optional(),
   /** `resumeSession` only: the agent whose session it is, when several have that id. */
   agent: agentNameSchema.optional(),
+  /**
+   * The session's own workspace (docs/workspaces.md): a git worktree on a new branch, or a
+   * directory, made before `session/new`; it is the session's cwd and sandbox root, and is
+   * cleaned up by its strategy when the session is closed. Exclusive with `cwd`.
+   */
+  workspace: workspaceSpecSchema.optional(),
+}).superRefine((options, context) => {
+  if (options.cwd !== undefined && options.workspace !== undefined) {
+    context.addIssue({ code: 'custom', path: ['workspace'], message: "cannot be given with cwd: the workspace is the session's cwd" });
+  }
 });
 
 /** Options of `newSession`, `loadSession` and `resumeSession`. */
@@ -159,6 +172,7 @@ export const defaultOptions = Object.freeze({
   permissionTimeoutMs: 300_000,
   stallTimeoutMs: 120_000,
   terminalOutputByteLimit: 1024 * 1024,
+  workspaceStatusIntervalMs: 1_000,
 });
 
 /** Fills in defaults; throws `AgentError` kind `invalid_options` for a malformed value. */
@@ -173,6 +187,7 @@ export function resolveOptions(input: SupervisorOptions): RuntimeSettings {
     sweepOnStart: options.sweepOnStart ?? true,
     store: options.store ?? 'sqlite',
     retention: { ...defaultRetention, ...stripUndefined(options.retention ?? {}) },
+    workspaceStatusIntervalMs: options.workspaceStatusIntervalMs ?? defaultOptions.workspaceStatusIntervalMs,
     timings: {
       restart,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? defaultOptions.handshakeTimeoutMs,
@@ -202,6 +217,8 @@ export function resolveSessionOptions(input: SessionOptions, defaults: RuntimeSe
   const options = parseOptions(sessionOptionsSchema, input, 'session options');
   return {
     cwd: resolve(options.cwd ?? process.cwd()),
+    cwdGiven: options.cwd !== undefined,
+    ...(options.workspace ? { workspace: resolveWorkspacePaths(options.workspace) } : {}),
     roots: (options.additionalRoots ?? []).map((root) => resolve(root)),
     mcpServers: options.mcpServers ?? [],
     permissions: options.permissions ?? defaults.permissions,
@@ -209,4 +226,22 @@ export function resolveSessionOptions(input: SessionOptions, defaults: RuntimeSe
     onStall: options.onStall ?? defaults.onStall,
     ...(options.onUpdate ? { onUpdate: options.onUpdate } : {}),
   };
+}
+
+/** Options of `pruneWorkspaces()`. */
+export const pruneOptionsSchema = z.strictObject({
+  /** Remove dirty worktrees too. */
+  force: z.boolean().optional(),
+  /** Apply this strategy to every stale workspace instead of its own. */
+  strategy: z.enum(['archive', 'remove']).optional(),
+});
+
+/** Checks the options of `pruneWorkspaces()`; throws `invalid_options` naming the field. */
+export function resolvePruneOptions(input: unknown): z.output<typeof pruneOptionsSchema> {
+  return parseOptions(pruneOptionsSchema, input, 'prune options');
+}
+
+/** A workspace spec with its repository or directory made absolute (against the host's cwd now). */
+export function resolveWorkspacePaths(spec: WorkspaceSpec): WorkspaceSpec {
+  return spec.kind === 'git-worktree' ? { ...spec, repo: resolve(spec.repo) } : { ...spec, path: resolve(spec.path) };
 }

@@ -88,6 +88,19 @@ export interface SupervisorEventMap {
   'store:error': RuntimeEvents['store:error'];
   /** An agent sent something that breaks ACP; it was dropped (at most one event a second per connection). */
   'protocol:warning': RuntimeEvents['protocol:warning'];
+  /**
+   * A workspace's changed files, after files changed in it (docs/workspaces.md): at most one per
+   * `workspaceStatusIntervalMs` per workspace, only when they differ from the last report.
+   */
+  'workspace:status': RuntimeEvents['workspace:status'];
+  /** A workspace's owner ended and its cleanup strategy was applied: `kept`, `archived` or `removed`. */
+  'workspace:cleaned': RuntimeEvents['workspace:cleaned'];
+  /**
+   * A workspace's owner ended but its cleanup was refused — a session was running a turn or
+   * awaiting a permission answer (`busy`), uncommitted changes (`dirty`), git refused
+   * (`failed`) — and the workspace is kept for `pruneWorkspaces()`.
+   */
+  'workspace:cleanup_refused': RuntimeEvents['workspace:cleanup_refused'];
 }
 
 /** What `sweepOrphans()` did: processes killed, and records left alone or dropped with the reason. */

@@ -49,6 +49,11 @@ export class Session implements AsyncIterable<SessionUpdate> {
     return this.record.resources.cwd;
   }
 
+  /** The session's own workspace (`newSession(agent, { workspace })`): its path, which is also `cwd`; null without one. */
+  get workspace(): string | null {
+    return this.record.resources.workspace?.path ?? null;
+  }
+
   /** The session's execution status. */
   get status(): SessionStatus {
     return this.record.status();

@@ -16,7 +16,10 @@ import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import { acpMethods } from '../services/acp-client.service.js';
 import { abortable } from '../util/abort.js';
-import { resolveOptions, resolveSessionOptions, type NewSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
+import { resolveOptions, resolvePruneOptions, resolveSessionOptions, resolveWorkspacePaths, type NewSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
+import type { SessionSettings } from '../runtime/session-opener.js';
+import type { PruneOptions, PruneResult, WorkspaceInfo } from '../runtime/workspace-registry.js';
+import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { EventEntry, LogEntry, StoredSession, StoreStats, TranscriptEntry } from '../core/store.js';
 import type { ReadRange } from '../runtime/store-reader.js';
 import type { AgentHandle, AgentSummary, CallOptions, ContainmentReport, OrphanSweepResult, SupervisorEventMap } from './public-types.js';
@@ -76,8 +79,9 @@ export class Supervisor {
   register(name: string, spec: AgentSpec): void {
     const valid = validateAgentSpec(name, spec);
     if (this.runtime.has(name)) throw invalidOptions(`An agent named "${name}" is already registered`, name);
+    this.requireStateDirFor(valid.workspace, `spec.workspace of agent "${name}"`);
     if (!this.runtime.canRegister(name)) throw toError(name, failures.shuttingDown(name, 'register'));
-    this.runtime.register(name, valid);
+    this.runtime.register(name, valid.workspace ? { ...valid, workspace: resolveWorkspacePaths(valid.workspace) } : valid);
   }
 
   /** Every registered agent with its status, pid, attempt counter and last error. */
@@ -158,6 +162,8 @@ export class Supervisor {
   /**
    * Opens an ACP session (`session/new`) on the agent, starting it if needed. Rejects with
    * `auth_required` (and the agent's `authMethods`) when the agent wants `authenticate` first.
+   * With `workspace`, the workspace is made first and is the session's cwd (docs/workspaces.md);
+   * without `cwd`, a session of an agent with a workspace works in the agent's workspace.
    *
    * @example
    * const session = await supervisor.newSession('codex', { cwd: '/work/repo', permissions: 'deny' });
@@ -165,13 +171,15 @@ export class Supervisor {
    */
   async newSession(agent: string, options: NewSessionOptions = {}): Promise<Session> {
     agentName(agent);
-    const settings = resolveSessionOptions(options, this.settings.sessions);
-    if (options.resume) {
-      const [latest] = await this.runtime.reader.sessions({ agent, cwd: settings.cwd });
-      if (latest) return this.loadSession(agent, latest.sessionId, options);
-    }
-    const handle = await this.ensureAgent(agent, { signal: options.signal });
-    return this.sessionFace(await this.runtime.opener.create(handle, settings, options.signal));
+    const settings = this.sessionSettings(options);
+    return this.inWorkspace(agent, settings, async (settings) => {
+      if (options.resume) {
+        const [latest] = await this.runtime.reader.sessions({ agent, cwd: this.sessionCwd(agent, settings) });
+        if (latest) return this.openLoaded(agent, latest.sessionId, settings, options.signal);
+      }
+      const handle = await this.ensureAgent(agent, { signal: options.signal });
+      return this.runtime.opener.create(handle, { ...settings, cwd: this.sessionCwd(agent, settings) }, options.signal);
+    });
   }
 
   /**
@@ -181,12 +189,31 @@ export class Supervisor {
   async loadSession(agent: string, sessionId: string, options: SessionOptions = {}): Promise<Session> {
     agentName(agent);
     if (typeof sessionId !== 'string' || sessionId === '') throw invalidOptions('A session id must be a non-empty string');
-    const settings = resolveSessionOptions(options, this.settings.sessions);
-    const handle = await this.ensureAgent(agent, { signal: options.signal });
-    const stored = (await this.runtime.reader.sessions({ agent, sessionId })).length > 0;
-    const session = this.sessionFace(await this.runtime.opener.load(handle, sessionId, { ...settings, stored }));
-    if (session.status === 'failed') await session.resume({ signal: options.signal });
-    return session;
+    const settings = this.sessionSettings(options);
+    return this.inWorkspace(agent, settings, (settings) => this.openLoaded(agent, sessionId, settings, options.signal));
+  }
+
+  /**
+   * Every workspace this supervisor's agents and sessions use, and the stale ones its state
+   * directory holds (owner null), with their branch, clean/dirty, changed files and
+   * ahead/behind counts against their base (docs/workspaces.md).
+   */
+  workspaces(): Promise<WorkspaceInfo[]> {
+    return this.runtime.workspaces.list();
+  }
+
+  /**
+   * Cleans up the stale workspaces in the state directory — their owner ended (and their
+   * cleanup was refused or deferred by `keep`), or the process that held them is gone — with
+   * each one's strategy (`keep` ones are removed), or `strategy` for all; dirty worktrees are
+   * refused unless `force`. Then `git worktree prune` in each repository. Resolves with what it did.
+   */
+  pruneWorkspaces(options: PruneOptions = {}): Promise<PruneResult> {
+    try {
+      return this.runtime.workspaces.prune(resolvePruneOptions(options));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** The sessions open in this process (live), optionally of one agent. */
@@ -248,7 +275,7 @@ export class Supervisor {
    */
   async resumeSession(sessionId: string, options: SessionOptions & { agent?: string } = {}): Promise<Session> {
     const stored = await this.runtime.reader.find(sessionId, options.agent);
-    return this.loadSession(stored.agent, sessionId, { cwd: stored.cwd, ...options });
+    return this.loadSession(stored.agent, sessionId, { ...(options.workspace ? {} : { cwd: stored.cwd }), ...options });
   }
 
   /** Calls the agent's `authenticate` with one of its `authMethods`. Auth failures are never retried. */
@@ -260,6 +287,54 @@ export class Supervisor {
       if (error instanceof AgentError) throw error;
       throw authRequired(agent, `${handle.displayName} refused authentication with ${methodId}: ${describeError(error)}`, handle.authMethods, error);
     }
+  }
+
+  /** A session's settings from its options; a git worktree needs a state directory. */
+  private sessionSettings(options: SessionOptions): SessionSettings {
+    const settings = resolveSessionOptions(options, this.settings.sessions);
+    this.requireStateDirFor(settings.workspace, 'session options.workspace');
+    return settings;
+  }
+
+  private requireStateDirFor(workspace: WorkspaceSpec | undefined, field: string): void {
+    if (workspace?.kind === 'git-worktree' && this.settings.stateDir === false) {
+      throw invalidOptions(`Option ${field}: a git-worktree workspace lives in the state directory, and stateDir is false`);
+    }
+  }
+
+  /** Where a session works: its own cwd or workspace, else its agent's workspace, else the host's cwd. */
+  private sessionCwd(agent: string, settings: SessionSettings): string {
+    return settings.cwdGiven || settings.lease ? settings.cwd : (this.runtime.workspaces.agentPath(agent) ?? settings.cwd);
+  }
+
+  /**
+   * Opens a session in its own workspace when it asks for one: the workspace first (nothing
+   * is started when it fails: `workspace_failed`), then `open` with it as the cwd. A workspace
+   * that no session ended up holding is abandoned: one made for it is removed again.
+   */
+  private async inWorkspace(agent: string, settings: SessionSettings, open: (settings: SessionSettings) => Promise<SessionRecord>): Promise<Session> {
+    if (!settings.workspace) return this.sessionFace(await open(settings));
+    if (this.shutdownPromise) throw toError(agent, failures.shuttingDown(agent, 'open a session on'));
+    const lease = await this.runtime.sessionWorkspace(agent, settings.workspace);
+    const held = () => this.runtime.sessions.all().some((record) => record.resources.workspace === lease);
+    try {
+      const record = await open({ ...settings, cwd: lease.path, lease });
+      if (!held()) await this.runtime.workspaces.abandon(lease); // an open session of that id answered
+      return this.sessionFace(record);
+    } catch (error) {
+      if (!held()) await this.runtime.workspaces.abandon(lease);
+      throw error;
+    }
+  }
+
+  /** `session/load` on the connected agent; a failed session of that id is resumed. */
+  private async openLoaded(agent: string, sessionId: string, settings: SessionSettings, signal: AbortSignal | undefined): Promise<SessionRecord> {
+    const handle = await this.ensureAgent(agent, { signal });
+    const stored = (await this.runtime.reader.sessions({ agent, sessionId })).length > 0;
+    const record = await this.runtime.opener.load(handle, sessionId, { ...settings, cwd: this.sessionCwd(agent, settings), stored });
+    const session = this.sessionFace(record);
+    if (session.status === 'failed') await session.resume({ signal });
+    return record;
   }
 
   private summary(name: string): AgentSummary {

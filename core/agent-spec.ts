@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { invalidOptions } from './errors.js';
 import { describeSchemaIssue, noNul } from './schema.js';
+import { workspaceSpecSchema } from './workspace-spec.js';
 
 /** An agent's name: any non-empty string up to 200 characters without control characters. */
 export const agentNameSchema = z
@@ -32,6 +33,15 @@ export const agentSpecSchema = z.strictObject({
   displayName: z.string().optional(),
   /** How to install `command`, carried by a `not_installed` error (presets set it). */
   installHint: z.string().optional(),
+  /**
+   * The agent's own workspace (docs/workspaces.md): a git worktree on a new branch, or a
+   * directory, made before the agent is spawned and used as its cwd. Exclusive with `cwd`.
+   */
+  workspace: workspaceSpecSchema.optional(),
+}).superRefine((spec, context) => {
+  if (spec.cwd !== undefined && spec.workspace !== undefined) {
+    context.addIssue({ code: 'custom', path: ['workspace'], message: 'cannot be given with cwd: the workspace is the agent\'s cwd' });
+  }
 });
 
 export type AgentSpec = z.infer<typeof agentSpecSchema>;

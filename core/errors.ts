@@ -44,7 +44,13 @@ export type AgentErrorKind =
   /** No stored session has that id (or no agent of that name has one). */
   | 'session_not_found'
   /** The store could not be opened, read or written: a corrupt, foreign or newer database, a full disk. */
-  | 'store_failed';
+  | 'store_failed'
+  /**
+   * The workspace (git worktree or directory) could not be made or used: git's own message
+   * (a missing repository, a branch that exists), or it is already used by another owner.
+   * Nothing was spawned; a restart cannot fix it, so it is never retried.
+   */
+  | 'workspace_failed';
 
 /** An authentication method an agent offers in its `initialize` answer. */
 export interface AuthMethodSummary {
@@ -132,10 +138,13 @@ export class AgentError extends Error {
 /**
  * The exact user-facing message for a process failure of `kind` of the agent `displayName`.
  * These strings are part of the lifecycle contract (README, docs/lifecycle.md): change them
- * only together with the docs.
+ * only together with the docs. `detail` is part of the message only for `workspace_failed`
+ * (git's own words: the reason is the message).
  */
-export function failureMessage(kind: AgentErrorKind, displayName: string): string {
+export function failureMessage(kind: AgentErrorKind, displayName: string, detail?: string): string {
   switch (kind) {
+    case 'workspace_failed':
+      return `Could not prepare the workspace of ${displayName}${detail ? `: ${detail}` : ''}`;
     case 'not_installed':
       return `Could not start ${displayName}. Check that it's installed.`;
     case 'spawn_failed':
@@ -201,6 +210,14 @@ export function authRequired(agent: string, message: string, authMethods: AuthMe
 /** `store_failed`: what failed, naming the file when there is one, with the error that caused it. */
 export function storeFailed(message: string, cause?: unknown): AgentError {
   return new AgentError('store_failed', message, { cause });
+}
+
+/**
+ * `workspace_failed` for a session's workspace (`newSession(agent, { workspace })`): the
+ * reason is git's own message, or the owner that already uses the directory.
+ */
+export function workspaceFailed(agent: string, displayName: string, detail: string, cause?: unknown): AgentError {
+  return new AgentError('workspace_failed', failureMessage('workspace_failed', `a session of ${displayName}`, detail), { agent, cause });
 }
 
 /** `session_not_found`: no stored session answers to that id. */

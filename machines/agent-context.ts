@@ -80,7 +80,7 @@ export function willRetry(context: AgentContext): boolean {
 export function processFailure(context: AgentContext, event: EventOf<'process.failed'>): AgentFailure {
   return {
     kind: event.kind,
-    message: failureMessage(event.kind, context.displayName),
+    message: failureMessage(event.kind, context.displayName, event.detail),
     detail: event.detail,
     stderr: event.stderr,
     exitCode: event.exitCode ?? null,

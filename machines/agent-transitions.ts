@@ -38,7 +38,7 @@ export function handshakeTransitions() {
         { type: 'recordFailure', params: ({ context, event }: { context: AgentContext; event: EventOf<'process.failed'> }) => ({ failure: processFailure(context, event) }) },
         'releaseProcess',
       ],
-      description: 'Spawn failed (not_installed, spawn_failed) or initialize was rejected (handshake_failed).',
+      description: 'Spawn failed (not_installed, spawn_failed, workspace_failed) or initialize was rejected (handshake_failed).',
     },
     'process.exited': {
       target: '#agent.disconnected',

@@ -6,12 +6,14 @@ import type { ClientConnection, InitializeResponse, McpServer, SessionUpdate } f
 import { authRequired, failures, toError, type AgentError } from '../core/errors.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { StallPolicy } from '../machines/session-events.js';
+import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import { acpMethods, isAuthRequired, toRequestError, validateNewSessionResponse } from '../services/acp-client.service.js';
 import type { ContainmentMechanism } from '../services/containment/containment.js';
 import { FsSandbox } from '../services/fs-sandbox.service.js';
 import { TerminalSet } from '../services/terminal.service.js';
 import { abortable } from '../util/abort.js';
 import type { SessionRecord, SessionRegistry } from './session-registry.js';
+import type { WorkspaceLease } from './workspace-registry.js';
 
 /** A connected agent, as far as opening a session needs it. */
 export interface ConnectedAgent {
@@ -34,6 +36,12 @@ export interface SessionSettings {
   onUpdate?: (update: SessionUpdate) => void;
   /** With session/load: the store already holds this session's transcript, so its replay is not kept again. */
   stored?: boolean;
+  /** False when the caller gave no `cwd`: a session of an agent with a workspace then works in it. */
+  cwdGiven: boolean;
+  /** The session's own workspace, as the caller asked for it (docs/workspaces.md). */
+  workspace?: WorkspaceSpec;
+  /** That workspace, once made: `cwd` is its path, and it is the session's until it is released. */
+  lease?: WorkspaceLease;
 }
 
 export class SessionOpener {
@@ -43,6 +51,8 @@ export class SessionOpener {
       terminalOutputByteLimit: number;
       /** The supervisor's containment mechanism (its agents'), for every terminal; null: process groups. */
       containment: () => ContainmentMechanism | null;
+      /** A session's workspace now belongs to the session (its id is known). */
+      claimWorkspace: (lease: WorkspaceLease, agent: string, sessionId: string) => void;
     },
   ) {}
 
@@ -93,10 +103,12 @@ export class SessionOpener {
         sandbox: new FsSandbox([settings.cwd, ...settings.roots]),
         terminals: new TerminalSet(this.deps.terminalOutputByteLimit, { containment: this.deps.containment() }),
         permissions: settings.permissions,
+        workspace: settings.lease ?? null,
       },
       settings.onUpdate,
       replaying,
     );
+    if (settings.lease) this.deps.claimWorkspace(settings.lease, agent.name, sessionId);
     return record;
   }
 

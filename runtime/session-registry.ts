@@ -16,12 +16,13 @@ import type { SweepResult } from '../services/agent-records.service.js';
 import type { FsSandbox } from '../services/fs-sandbox.service.js';
 import type { TerminalSet } from '../services/terminal.service.js';
 import { EventHub } from '../util/event-hub.js';
+import type { WorkspaceEvents, WorkspaceLease } from './workspace-registry.js';
 
 export type SessionActorRef = ActorRefFrom<typeof sessionMachine>;
 type AgentActorRef = ActorRefFrom<typeof agentMachine>;
 
-/** Supervisor-level events of the runtime: sessions, and containment. */
-export interface RuntimeEvents {
+/** Supervisor-level events of the runtime: sessions, containment, workspaces. */
+export interface RuntimeEvents extends WorkspaceEvents {
   /** Agents run under a weaker containment than asked for (or none): why each stronger one was refused. */
   'containment:degraded': { kind: ContainmentKind | null; refused: Array<{ kind: ContainmentKind; reason: string }> };
   /** The orphan sweep's outcome: what crashed supervisors left behind and was killed, or left alone. */
@@ -57,6 +58,8 @@ export interface SessionResources {
   sandbox: FsSandbox;
   terminals: TerminalSet;
   permissions: PermissionPolicy;
+  /** The session's own workspace (`newSession(agent, { workspace })`), cleaned up when it is released. */
+  workspace: WorkspaceLease | null;
 }
 
 export interface SessionRegistryDependencies {
@@ -66,6 +69,10 @@ export interface SessionRegistryDependencies {
   closeOnAgent(agent: string, sessionId: string): void;
   /** Hears every session opened, before any of its updates is delivered (the store's journal). */
   opened?(record: SessionRecord): void;
+  /** Hears `close()` before the session is told: its workspace notes whether it was busy. */
+  closing?(record: SessionRecord): void;
+  /** After a session stopped and its terminals are gone, before `released` resolves: its workspace's cleanup. */
+  ended?(record: SessionRecord): Promise<void> | void;
 }
 
 /** Real time between two `activity` events of a session in a burst of updates. */
@@ -163,13 +170,17 @@ export class SessionRecord {
     this.detach = () => (status.unsubscribe(), stall.unsubscribe());
   }
 
-  /** Stops listening, kills the terminals; `released` resolves after. */
-  async release(): Promise<void> {
+  /** Stops listening, kills the terminals, then runs `ended` (the workspace's cleanup); `released` resolves after. */
+  async release(ended?: () => Promise<void> | void): Promise<void> {
     this.detach();
     clearTimeout(this.trailingActivity);
     this.trailingActivity = undefined;
     await this.resources.terminals.releaseAll();
-    this.markReleased();
+    try {
+      await ended?.();
+    } finally {
+      this.markReleased();
+    }
   }
 }
 
@@ -235,6 +246,7 @@ export class SessionRegistry {
 
   /** Closes a session (its machine stops the turn) and resolves once it is released. */
   close(record: SessionRecord): Promise<void> {
+    this.deps.closing?.(record);
     const actor = record.actor();
     if (actor) actor.send({ type: 'close' });
     else void this.release(record);
@@ -255,6 +267,6 @@ export class SessionRegistry {
       this.deps.closeOnAgent(record.agent, record.id);
     }
     this.deps.agentActor(record.agent)?.send({ type: 'session.forget', key: record.key });
-    await record.release();
+    await record.release(this.deps.ended && (() => this.deps.ended!(record)));
   }
 }

@@ -11,7 +11,8 @@ import { createLoadSessionActor } from '../actors/load-session.actor.js';
 import { createPromptTurnActor } from '../actors/prompt-turn.actor.js';
 import type { AgentSpec } from '../core/agent-spec.js';
 import type { Clock } from '../core/clock.js';
-import { failures, toError } from '../core/errors.js';
+import { describeError, failures, toError, workspaceFailed } from '../core/errors.js';
+import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { AgentTimings } from '../machines/agent-events.js';
 import { agentMachine } from '../machines/agent.machine.js';
@@ -33,6 +34,7 @@ import { openStore, type StorePreference } from './store-choice.js';
 import { StoreJournal } from './store-journal.js';
 import { StoreReader } from './store-reader.js';
 import { StoreWriter } from './store-writer.js';
+import { WorkspaceRegistry, type WorkspaceLease } from './workspace-registry.js';
 
 /** Session defaults, resolved from the supervisor's options. */
 export interface SessionDefaults {
@@ -58,6 +60,8 @@ export interface RuntimeSettings {
   /** Where sessions, transcripts, logs and the event log are kept (docs/store.md). */
   store: StorePreference;
   retention: Retention;
+  /** At most one `workspace:status` per workspace per this many ms (docs/workspaces.md). */
+  workspaceStatusIntervalMs: number;
   clock?: Clock;
   clockForTimers: Clock;
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
@@ -85,6 +89,8 @@ export class SupervisorRuntime {
   private readonly journal: StoreJournal;
   /** Reads back what the store keeps, after the writes queued so far. */
   readonly reader: StoreReader;
+  /** Every workspace in use by this supervisor's agents and sessions (docs/workspaces.md). */
+  readonly workspaces: WorkspaceRegistry;
 
   constructor(settings: RuntimeSettings) {
     const store = openStore(settings.store, settings.stateDir); // throws store_failed: before anything starts
@@ -95,13 +101,23 @@ export class SupervisorRuntime {
     });
     this.journal = new StoreJournal(this.writer);
     this.reader = new StoreReader(store, this.writer, this.events);
+    this.workspaces = new WorkspaceRegistry({ stateDir: settings.stateDir, statusIntervalMs: settings.workspaceStatusIntervalMs, events: this.events });
     this.sessions = new SessionRegistry({
       events: this.events,
       agentActor: (agent) => this.agentActor(agent),
       closeOnAgent: (agent, sessionId) => this.closeOnAgent(agent, sessionId),
       opened: (record) => this.journalSession(record),
+      closing: (record) => {
+        if (record.resources.workspace) this.workspaces.markEnding(record.resources.workspace, busyReason([record]));
+      },
+      ended: (record) => (record.resources.workspace ? this.workspaces.release(record.resources.workspace) : undefined),
     });
-    this.opener = new SessionOpener({ sessions: this.sessions, terminalOutputByteLimit: settings.sessions.terminalOutputByteLimit, containment: () => this.containment.mechanism });
+    this.opener = new SessionOpener({
+      sessions: this.sessions,
+      terminalOutputByteLimit: settings.sessions.terminalOutputByteLimit,
+      containment: () => this.containment.mechanism,
+      claimWorkspace: (lease, agent, sessionId) => this.workspaces.claim(lease, { agent, sessionId }),
+    });
     this.broker = new PermissionBroker({
       clock: settings.clockForTimers,
       timeoutMs: settings.sessions.permissionTimeoutMs,
@@ -143,6 +159,10 @@ export class SupervisorRuntime {
         this.events.emit('agent:stderr', { agent, line });
       },
       acpOptions: (agent) => ({ clientCapabilities: clientCapabilities(settings.sessions.capabilities), handlers: createClientHandlers(agent, handlerDeps) }),
+      prepareWorkspace: (agent) => {
+        const workspace = this.specs.get(agent)?.workspace;
+        return workspace ? this.workspaces.forAgent(agent, workspace) : null;
+      },
     });
     const connectionOf = (agent: string) => this.connections.usable(agent);
     const session = sessionMachine.provide({
@@ -173,7 +193,12 @@ export class SupervisorRuntime {
       ...(settings.clock ? { clock: settings.clock } : {}),
       ...(settings.inspect ? { inspect: settings.inspect } : {}),
     });
-    this.actor.on('agent:status', ({ agent, status, previous }) => this.journal.agentStatus(agent, status, previous));
+    this.actor.on('agent:status', ({ agent, status, previous }) => {
+      this.journal.agentStatus(agent, status, previous);
+      // An agent's workspace ends with the agent: when a stop (stop(), shutdown) has reached idle.
+      if (status === 'stopping') this.noteAgentEnding(agent, false);
+      if (status === 'idle' && previous === 'stopping') void this.workspaces.releaseAgent(agent);
+    });
     this.actor.on('error', ({ agent, failure }) => this.journal.agentError(agent, failure));
     this.actor.start();
   }
@@ -223,7 +248,41 @@ export class SupervisorRuntime {
       if (event.type === 'agent.stop') return this.has(event.agent) ? Promise.resolve() : Promise.reject(toError(event.agent, failures.unknownAgent(event.agent)));
       return Promise.reject(toError(event.agent, failures.shuttingDown(event.agent)));
     }
-    return request(this.actor, 'command.settled', event, event.agent, options);
+    if (event.type !== 'agent.stop') return request(this.actor, 'command.settled', event, event.agent, options);
+    // A stop resolves once the agent is idle and the cleanup of its workspace, and of its
+    // sessions' own workspaces, is done.
+    const lease = this.noteAgentEnding(event.agent, true);
+    const sessions = this.sessions.all().filter((record) => record.agent === event.agent && record.resources.workspace);
+    return request(this.actor, 'command.settled', event, event.agent, options).then(async (answer) => {
+      if (lease) await this.workspaces.release(lease);
+      await Promise.all(sessions.map((record) => record.released));
+      return answer;
+    });
+  }
+
+  /**
+   * An agent is about to be stopped: its workspace, and those of its sessions, note whether a
+   * session is running a turn or awaiting a permission answer right now (then their cleanup
+   * is refused). `busy` false: only mark the end (the sessions may already be stopped).
+   */
+  private noteAgentEnding(agent: string, busy: boolean): WorkspaceLease | undefined {
+    const sessions = this.sessions.all().filter((record) => record.agent === agent);
+    const lease = this.workspaces.agentLease(agent);
+    if (lease) this.workspaces.markEnding(lease, busy ? busyReason(sessions) : null);
+    for (const record of sessions) {
+      if (record.resources.workspace) this.workspaces.markEnding(record.resources.workspace, busy ? busyReason([record]) : null);
+    }
+    return lease;
+  }
+
+  /** A session's workspace (`newSession(agent, { workspace })`); rejects with `workspace_failed`. */
+  async sessionWorkspace(agent: string, spec: WorkspaceSpec): Promise<WorkspaceLease> {
+    this.spec(agent); // unknown_agent: before anything is made
+    try {
+      return await this.workspaces.forSession(agent, spec);
+    } catch (error) {
+      throw workspaceFailed(agent, this.spec(agent).displayName ?? agent, describeError(error), error);
+    }
   }
 
   /**
@@ -232,8 +291,14 @@ export class SupervisorRuntime {
    */
   shutdown(): Promise<void> {
     return new Promise<void>((resolve) => {
+      for (const agent of this.names()) this.noteAgentEnding(agent, true);
       const terminals = this.sessions.releaseAll();
-      const finish = () => void terminals.then(() => this.reader.close()).then(() => resolve());
+      // Every session released (its workspace cleaned up), every git command and watcher done.
+      const workspaces = async () => {
+        await Promise.all(this.sessions.all().flatMap((record) => (record.resources.workspace ? [record.released] : [])));
+        await this.workspaces.close();
+      };
+      const finish = () => void terminals.then(workspaces).then(() => this.reader.close()).then(() => resolve());
       if (this.actor.getSnapshot().status !== 'active') return finish();
       // Also from an errored actor (a defect, never by design): shutdown always resolves.
       const done = () => {
@@ -284,4 +349,14 @@ export class SupervisorRuntime {
     // Not awaited: an unresponsive agent must not hold up close() (and shutdown with it).
     connection.agent.request(acpMethods.agent.session.close, { sessionId }).catch(() => {});
   }
+}
+
+/** Why a workspace's cleanup must wait: a session running a turn or awaiting a permission answer; null when none is. */
+function busyReason(records: SessionRecord[]): string | null {
+  for (const record of records) {
+    const status = record.status();
+    if (status === 'awaiting_permission') return `session ${record.id} of agent "${record.agent}" is awaiting a permission answer`;
+    if (status === 'running' || status === 'stalled') return `session ${record.id} of agent "${record.agent}" is running a turn`;
+  }
+  return null;
 }

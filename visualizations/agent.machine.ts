@@ -101,7 +101,7 @@ export const agentMachine = setup({
         'process.failed': {
           target: '#agent.disconnected',
           actions: [{ type: 'recordFailure' }, 'releaseProcess'],
-          description: 'Spawn failed (not_installed, spawn_failed) or initialize was rejected (handshake_failed).',
+          description: 'Spawn failed (not_installed, spawn_failed, workspace_failed) or initialize was rejected (handshake_failed).',
         },
         'process.exited': {
           target: '#agent.disconnected',
@@ -254,7 +254,7 @@ export const agentMachine = setup({
             'process.failed': {
               target: '#agent.disconnected',
               actions: [{ type: 'recordFailure' }, 'releaseProcess'],
-              description: 'Spawn failed (not_installed, spawn_failed) or initialize was rejected (handshake_failed).',
+              description: 'Spawn failed (not_installed, spawn_failed, workspace_failed) or initialize was rejected (handshake_failed).',
             },
             'process.exited': {
               target: '#agent.disconnected',
