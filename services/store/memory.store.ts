@@ -8,6 +8,7 @@
  * 1, never reused after pruning — as SQLite's AUTOINCREMENT per table.
  */
 import { describeError, storeFailed } from '../../core/errors.js';
+import { entryJson } from './entry-json.js';
 import type { EventEntry, LogEntry, Page, Retention, RetentionRule, Store, StoreWrite, StoredSession, TranscriptKind } from '../../core/store.js';
 
 interface StoredEntry {
@@ -217,6 +218,7 @@ function stage(write: StoreWrite): string {
     case 'agent':
       return JSON.stringify(write.spec);
     case 'transcript':
+      return entryJson(write.data);
     case 'event':
       return JSON.stringify(write.data) ?? 'null';
     case 'session':

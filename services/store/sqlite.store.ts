@@ -16,6 +16,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { AgentError, describeError, storeFailed } from '../../core/errors.js';
+import { entryJson } from './entry-json.js';
 import type {
   EventEntry,
   LogEntry,
@@ -408,7 +409,7 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
   } | null = null;
 
   function addTranscript(write: Extract<StoreWrite, { type: 'transcript' }>): void {
-    const json = toJson(write.data);
+    const json = entryJson(write.data);
     const { at } = write;
     const packable = Number.isFinite(at) && typeof write.kind === 'string';
     const current = run;
