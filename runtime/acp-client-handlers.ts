@@ -4,6 +4,7 @@
  * session's sandbox. The process actor installs one set of these handlers per connection.
  */
 import type { ClientCapabilities } from '../core/acp-types.js';
+import type { Clock } from '../core/clock.js';
 import { AcpRequestFailure, acpErrorCodes, type AcpClientHandlers } from '../services/acp-client.service.js';
 import { FsRequestError, SandboxViolation } from '../services/fs-sandbox.service.js';
 import { TerminalFailure, TerminalsClosed, UnknownTerminal } from '../services/terminal.service.js';
@@ -16,6 +17,8 @@ export interface ClientHandlerDependencies {
   sessions: SessionRegistry;
   broker: PermissionBroker;
   events: EventHub<RuntimeEvents>;
+  /** The supervisor's clock (a SimulatedClock in tests). */
+  clock: Clock;
 }
 
 /** The capabilities advertised in `initialize`: only what is enabled. */
@@ -26,19 +29,25 @@ export function clientCapabilities({ fs, terminal }: { fs: boolean; terminal: bo
 /** `protocol:warning` events are at most this often per connection; the ones in between are counted. */
 const warningEveryMs = 1_000;
 
-/** Reports what an agent sent that broke the protocol (and was dropped), rate-limited. */
-function protocolWarnings(agent: string, events: EventHub<RuntimeEvents>): (message: string) => void {
-  let lastAt = Number.NEGATIVE_INFINITY;
+/**
+ * Reports what an agent sent that broke the protocol (and was dropped), rate-limited on the
+ * supervisor's clock: one event, then a window in which the rest are counted and reported
+ * (`suppressed`) with the next event after it.
+ */
+function protocolWarnings(agent: string, events: EventHub<RuntimeEvents>, clock: Clock): (message: string) => void {
+  let windowOpen = false;
   let suppressed = 0;
   return (message) => {
-    const now = performance.now();
-    if (now - lastAt < warningEveryMs) {
+    if (windowOpen) {
       suppressed++;
       return;
     }
-    lastAt = now;
     events.emit('protocol:warning', { agent, message, suppressed });
     suppressed = 0;
+    windowOpen = true;
+    const timer: unknown = clock.setTimeout(() => (windowOpen = false), warningEveryMs);
+    // Only resets a flag: a real timer must not keep the host alive after shutdown.
+    (timer as { unref?: () => void } | null)?.unref?.();
   };
 }
 
@@ -71,7 +80,7 @@ export function createClientHandlers(agent: string, deps: ClientHandlerDependenc
   };
   const handlers: AcpClientHandlers = {
     sessionUpdate: (notification) => deps.sessions.route(agent, notification),
-    protocolWarning: protocolWarnings(agent, deps.events),
+    protocolWarning: protocolWarnings(agent, deps.events, deps.clock),
     requestPermission: async (params, signal) => deps.broker.request(agent, params, sessionFor(params.sessionId).resources.permissions, signal),
   };
   if (deps.capabilities.fs) {

@@ -147,7 +147,7 @@ export class SupervisorRuntime {
     }
     this.records = settings.stateDir === false ? null : new AgentRecords(settings.stateDir);
     if (settings.sweepOnStart) this.sweepOnStart();
-    const handlerDeps = { capabilities: settings.sessions.capabilities, sessions: this.sessions, broker: this.broker, events: this.events };
+    const handlerDeps = { capabilities: settings.sessions.capabilities, sessions: this.sessions, broker: this.broker, events: this.events, clock: settings.clockForTimers };
     const agentProcess = createAgentProcessActor({
       getSpec: (agent) => this.spec(agent),
       connections: this.connections,

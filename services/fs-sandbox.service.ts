@@ -164,20 +164,31 @@ export class FsSandbox {
     if (!(this.timeoutMs > 0 && this.timeoutMs <= 2 ** 31 - 1)) throw new RangeError(`FsSandbox: timeoutMs must be in 1..${2 ** 31 - 1}, not ${this.timeoutMs}`);
   }
 
+  /** Opens `request`'s file and checks what was opened (a regular file, one link, inside a root); closes it on refusal. */
+  private async openServable(request: Request, mode: 'read' | 'write') {
+    const opened = await this.openFile(request, mode);
+    try {
+      const stats = await opened.handle.stat({ bigint: true });
+      request.signal.throwIfAborted();
+      this.assertServable(request, opened.real, stats);
+      return { handle: opened.handle, stats };
+    } catch (error) {
+      await opened.handle.close();
+      throw error;
+    }
+  }
+
   /**
    * Reads a text file inside the sandbox; `line` is 1-based, `limit` counts lines. Reads
    * stop once the lines are collected; an answer beyond `maxReadBytes` is refused.
    */
   async readTextFile(path: string, options: { line?: number | null; limit?: number | null } = {}): Promise<string> {
     return this.withDeadline('read', path, async (request) => {
-      const opened = await this.openFile(request, 'read');
+      const { handle, stats } = await this.openServable(request, 'read');
       try {
-        const stats = await opened.handle.stat({ bigint: true });
-        request.signal.throwIfAborted();
-        this.assertServable(request, opened.real, stats);
-        return await this.readWindow(request, opened.handle, stats.size, options);
+        return await this.readWindow(request, handle, stats.size, options);
       } finally {
-        await opened.handle.close();
+        await handle.close();
       }
     });
   }
@@ -185,20 +196,17 @@ export class FsSandbox {
   /** Writes a text file inside the sandbox, creating missing parent directories there. */
   async writeTextFile(path: string, content: string): Promise<void> {
     return this.withDeadline('write', path, async (request) => {
-      const opened = await this.openFile(request, 'write');
+      const { handle } = await this.openServable(request, 'write');
       try {
-        const stats = await opened.handle.stat({ bigint: true });
-        request.signal.throwIfAborted();
-        this.assertServable(request, opened.real, stats);
-        await opened.handle.truncate(0);
+        await handle.truncate(0);
         const data = Buffer.from(content, 'utf8');
         for (let offset = 0; offset < data.length; ) {
           request.signal.throwIfAborted();
-          const { bytesWritten } = await opened.handle.write(data, offset, Math.min(WRITE_CHUNK, data.length - offset), offset);
+          const { bytesWritten } = await handle.write(data, offset, Math.min(WRITE_CHUNK, data.length - offset), offset);
           offset += bytesWritten;
         }
       } finally {
-        await opened.handle.close();
+        await handle.close();
       }
     });
   }

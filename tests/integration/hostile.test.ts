@@ -59,7 +59,8 @@ describe('3. initialize answers that are not ACP', () => {
     env.supervisor = createSupervisor({ agents: { raw: rawAgent({ initialize }) } });
     const failure = await env.supervisor.ensureAgent('raw').catch((error: unknown) => error);
     expect(failure).toMatchObject({ kind: 'handshake_failed' });
-    expect(String((failure as Error).cause && JSON.stringify((failure as { cause: unknown }).cause))).toMatch(/malformed|protocol version/);
+    // The reason is the failure's detail (AgentError.cause is the failure record).
+    expect((failure as { cause?: { detail?: string } }).cause?.detail).toMatch(/malformed|protocol version/);
     expect(env.supervisor.getStatus('raw')).toBe('disconnected');
     expect(env.supervisor.list()[0]!.pid).toBeNull();
   });
@@ -150,16 +151,21 @@ describe('9. malformed agent data never reaches the application', () => {
 });
 
 describe('10. the SDK writes nothing to the host stderr for what an agent sends', () => {
-  it('5,000 stray responses and garbage lines: a few rate-limited protocol:warning events, no stderr lines', async () => {
+  it('5,000 stray responses and garbage lines: protocol:warning events rate-limited on the supervisor clock, no stderr lines', async () => {
     const hostScript = `
+      import { SimulatedClock } from 'xstate';
       import { createSupervisor } from 'agentvisor';
       const spec = JSON.parse(process.env.RAW_SPEC);
-      const supervisor = createSupervisor({ stateDir: false, agents: { raw: spec } });
+      const clock = new SimulatedClock(); // the warnings' rate limit runs on the supervisor's clock
+      const supervisor = createSupervisor({ clock, stateDir: false, agents: { raw: spec } });
       let warnings = 0, suppressed = 0;
       supervisor.on('protocol:warning', (event) => { warnings++; suppressed += event.suppressed; });
       const session = await supervisor.newSession('raw', { cwd: process.cwd() });
       await session.prompt(JSON.stringify({ strayResponses: 5000, raw: ['42', '"a string"', '[1,2]', 'null', '{"jsonrpc":"2.0"}'] }));
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const withinWindow = warnings;
+      await session.prompt(JSON.stringify({ strayResponses: 1 }));
+      if (warnings !== withinWindow) throw new Error('a warning inside the window was not suppressed');
+      clock.increment(1000);
       await session.prompt(JSON.stringify({ strayResponses: 1 }));
       const stopReason = await session.prompt('still fine');
       console.log(JSON.stringify({ warnings, suppressed, stopReason }));

@@ -78,6 +78,22 @@ function tally() {
 type Tally = ReturnType<typeof tally>;
 
 /**
+ * What every race must end with: enough operations and swaps ran, both sides of the race
+ * were met (the swap happened under the requests), nothing outside was read, written or
+ * created, and nothing unexpected was thrown.
+ */
+function expectContained(seen: Tally, ops: number, minOps: number, swaps: number): void {
+  expect(ops).toBeGreaterThanOrEqual(minOps);
+  expect(swaps).toBeGreaterThan(1_000);
+  expect(seen.leaks).toEqual([]);
+  expect(seen.unexpected).toEqual([]);
+  expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe(SECRET);
+  expect(tree(outside)).toEqual(['secret.txt', 'x.txt']);
+  expect(seen.ok).toBeGreaterThan(0);
+  expect(seen.refused).toBeGreaterThan(0);
+}
+
+/**
  * One raced operation into `seen`: served (a read's content checked for the outside secret),
  * refused by the sandbox (`refusedIf` narrows which refusals count), or unexpected.
  */
@@ -118,15 +134,7 @@ describe.skipIf(unavailable !== undefined)('defect 12: check-then-use races, rac
       attempt(seen, () => (i % 2 === 0 ? sandbox.readTextFile(join(root, 'f.txt')) : sandbox.writeTextFile(join(root, 'f.txt'), `written ${i}`))),
     );
     const swaps = await swapper.stop();
-    expect(ops).toBeGreaterThanOrEqual(RACE_MIN_OPS);
-    expect(swaps).toBeGreaterThan(1_000);
-    expect(seen.leaks).toEqual([]);
-    expect(seen.unexpected).toEqual([]);
-    expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe(SECRET);
-    expect(tree(outside)).toEqual(['secret.txt', 'x.txt']);
-    // Both sides of the race were met: the swap happened under the requests.
-    expect(seen.ok).toBeGreaterThan(0);
-    expect(seen.refused).toBeGreaterThan(0);
+    expectContained(seen, ops, RACE_MIN_OPS, swaps);
   });
 
   it('defect 12: a directory swapped with a symlink to an outside directory — no read leaks, nothing created outside (sandbox directly)', async () => {
@@ -144,14 +152,8 @@ describe.skipIf(unavailable !== undefined)('defect 12: check-then-use races, rac
       }),
     );
     const swaps = await swapper.stop();
-    expect(ops).toBeGreaterThanOrEqual(RACE_MIN_OPS);
-    expect(swaps).toBeGreaterThan(1_000);
-    expect(seen.leaks).toEqual([]);
-    expect(seen.unexpected).toEqual([]);
-    expect(tree(outside)).toEqual(['secret.txt', 'x.txt']);
+    expectContained(seen, ops, RACE_MIN_OPS, swaps);
     expect(readFileSync(join(outside, 'x.txt'), 'utf8')).toBe(SECRET);
-    expect(seen.ok).toBeGreaterThan(0);
-    expect(seen.refused).toBeGreaterThan(0);
   });
 
   it('defect 5: a file swapped with a FIFO — every read and write settles at once, the FIFO is never read or written', async () => {
@@ -245,14 +247,7 @@ describe.skipIf(unavailable !== undefined)('defect 12 through a real agent over 
       }),
     );
     const swaps = await swapper.stop();
-    expect(next).toBeGreaterThanOrEqual(AGENT_RACE_MIN_OPS);
-    expect(swaps).toBeGreaterThan(1_000);
-    expect(seen.leaks).toEqual([]);
-    expect(seen.unexpected).toEqual([]);
-    expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe(SECRET);
-    expect(tree(outside)).toEqual(['secret.txt', 'x.txt']);
-    expect(seen.ok).toBeGreaterThan(0);
-    expect(seen.refused).toBeGreaterThan(0);
+    expectContained(seen, next, AGENT_RACE_MIN_OPS, swaps);
     expect(violations.length).toBe(seen.refused);
   });
 });
