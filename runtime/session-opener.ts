@@ -13,6 +13,7 @@ import { FsSandbox } from '../services/fs-sandbox.service.js';
 import { TerminalSet } from '../services/terminal.service.js';
 import { abortable } from '../util/abort.js';
 import type { SessionRecord, SessionRegistry } from './session-registry.js';
+import type { Clock } from '../core/clock.js';
 import type { WorkspaceLease } from './workspace-registry.js';
 
 /** A connected agent, as far as opening a session needs it. */
@@ -51,6 +52,8 @@ export class SessionOpener {
       terminalOutputByteLimit: number;
       /** The supervisor's containment mechanism (its agents'), for every terminal; null: process groups. */
       containment: () => ContainmentMechanism | null;
+      /** The supervisor's clock, for the terminals' request timeouts. */
+      clock: Clock;
       /** A session's workspace now belongs to the session (its id is known). */
       claimWorkspace: (lease: WorkspaceLease, agent: string, sessionId: string) => void;
     },
@@ -101,7 +104,7 @@ export class SessionOpener {
         roots: settings.roots,
         mcpServers: settings.mcpServers,
         sandbox: new FsSandbox([settings.cwd, ...settings.roots]),
-        terminals: new TerminalSet(this.deps.terminalOutputByteLimit, { containment: this.deps.containment() }),
+        terminals: new TerminalSet(this.deps.terminalOutputByteLimit, { containment: this.deps.containment(), clock: this.deps.clock }),
         permissions: settings.permissions,
         workspace: settings.lease ?? null,
       },

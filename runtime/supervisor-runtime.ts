@@ -116,6 +116,7 @@ export class SupervisorRuntime {
       sessions: this.sessions,
       terminalOutputByteLimit: settings.sessions.terminalOutputByteLimit,
       containment: () => this.containment.mechanism,
+      clock: settings.clockForTimers,
       claimWorkspace: (lease, agent, sessionId) => this.workspaces.claim(lease, { agent, sessionId }),
     });
     this.broker = new PermissionBroker({

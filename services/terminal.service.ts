@@ -24,6 +24,7 @@ import { withinGrace } from '../util/grace.js';
 import type { ContainedSpawn, Containment, ContainmentMechanism, SpawnRequest } from './containment/containment.js';
 import { signalOfInitExit } from './containment/pid-namespace.containment.js';
 import { executableProblem } from './executable.js';
+import { realClock, type Clock } from '../core/clock.js';
 import { signalGroup } from './process-group.service.js';
 
 export interface TerminalExit {
@@ -57,6 +58,8 @@ export interface TerminalSetOptions {
    * `waitForExit` is never timed out. Default 10 s.
    */
   requestTimeoutMs?: number;
+  /** The clock `create`'s timeout runs on: the supervisor's (a SimulatedClock in tests). Default real time. */
+  clock?: Clock;
 }
 
 /** The defaults of {@link TerminalSetOptions}. */
@@ -297,16 +300,16 @@ function decodeFromCharBoundary(buffer: Buffer): string {
   return buffer.subarray(start).toString('utf8');
 }
 
-/** Rejects with {@link TerminalTimeout} when `promise` takes longer than `ms`. */
-async function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+/** Rejects with {@link TerminalTimeout} when `promise` takes longer than `ms` on `clock`. */
+async function bounded<T>(promise: Promise<T>, ms: number, what: string, clock: Clock): Promise<T> {
+  let timer: unknown;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new TerminalTimeout(what, ms)), ms);
+    timer = clock.setTimeout(() => reject(new TerminalTimeout(what, ms)), ms);
   });
   try {
     return await Promise.race([promise, timeout]);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }
 
@@ -320,6 +323,7 @@ export class TerminalSet {
   private readonly budget: OutputBudget;
   readonly maxTerminals: number;
   readonly requestTimeoutMs: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly defaultByteLimit: number,
@@ -328,6 +332,7 @@ export class TerminalSet {
     this.mechanism = options.containment ?? null;
     this.maxTerminals = options.maxTerminals ?? terminalDefaults.maxTerminals;
     this.requestTimeoutMs = options.requestTimeoutMs ?? terminalDefaults.requestTimeoutMs;
+    this.clock = options.clock ?? realClock;
     this.budget = new OutputBudget(options.maxOutputBytes ?? Math.max(terminalDefaults.maxOutputBytes, defaultByteLimit));
   }
 
@@ -367,7 +372,7 @@ export class TerminalSet {
       })();
       let terminal: Terminal;
       try {
-        terminal = await bounded(starting, this.requestTimeoutMs, 'terminal/create');
+        terminal = await bounded(starting, this.requestTimeoutMs, 'terminal/create', this.clock);
       } catch (error) {
         // Timed out (or failed): a cwd check that answers later starts nothing, and a
         // command that started in the last instant is killed at once (nobody knows its id).

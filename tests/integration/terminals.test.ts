@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpat
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
 import { createSupervisor, type ContainmentKind, type Session, type Supervisor } from '../../index.js';
 import { findCgroupRoot } from '../../services/containment/cgroup.containment.js';
 import { procScanner } from '../../services/containment/proc-tracking.containment.js';
@@ -278,13 +279,25 @@ describe('TerminalSet', () => {
   const dir = () => workspace;
 
   it('create is bounded by the request timeout; a cwd check that answers late starts nothing', async () => {
-    const terminals = new TerminalSet(1024, { requestTimeoutMs: 200 });
+    const clock = new SimulatedClock();
+    const terminals = new TerminalSet(1024, { requestTimeoutMs: 200, clock });
     const marker = join(workspace, 'started');
-    const lateCwd = () => new Promise<string>((resolve) => setTimeout(() => resolve(dir()), 600));
-    const started = Date.now();
-    await expect(terminals.create({ command: 'sh', args: ['-c', `touch ${marker}`], cwd: lateCwd })).rejects.toBeInstanceOf(TerminalTimeout);
-    expect(Date.now() - started).toBeLessThan(500);
-    await new Promise((resolve) => setTimeout(resolve, 900));
+    let answerCwd!: (cwd: string) => void;
+    const lateCwd = () => new Promise<string>((resolve) => (answerCwd = resolve));
+    const creating = terminals.create({ command: 'sh', args: ['-c', `touch ${marker}`], cwd: lateCwd });
+    let failure: unknown;
+    creating.catch((error: unknown) => (failure = error));
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    clock.increment(199);
+    await tick();
+    expect(failure, 'still waiting one ms before the timeout').toBeUndefined();
+    clock.increment(1);
+    await tick();
+    expect(failure, 'timed out on the clock, at once').toBeInstanceOf(TerminalTimeout);
+    expect(terminals.size).toBe(0);
+    answerCwd(dir()); // the check answers after the timeout: nothing may start
+    // Long enough for a `touch` that was wrongly started to have run.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     expect(existsSync(marker)).toBe(false);
     expect(terminals.size).toBe(0);
     // The slot it held is free again.
