@@ -7,7 +7,7 @@
  * Every entry kind has its own AUTOINCREMENT `seq`: it increases with every row of that
  * kind across the whole file, and is never reused, even after pruning. Stderr lines and
  * events are one row each, their `seq` the row's. Transcript entries are packed (schema
- * version 2): the consecutive entries of one session in one batch share a row, up to
+ * version 2; text chunks compact since version 3): the consecutive entries of one session in one batch share a row, up to
  * {@link TRANSCRIPT_ROW_ENTRIES} of them, and an entry's `seq` is
  * `rowSeq * TRANSCRIPT_ROW_ENTRIES + its index in the row` — see "How the transcript is
  * stored" in docs/store.md.
@@ -16,6 +16,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { AgentError, describeError, storeFailed } from '../../core/errors.js';
+import { isPlainTextChunk, type PlainTextChunk } from '../../core/text-chunk.js';
 import { entryJson } from './entry-json.js';
 import type {
   EventEntry,
@@ -121,6 +122,10 @@ const migrations: readonly string[] = [
   DROP INDEX transcript_by_session;
   CREATE INDEX transcript_by_session ON transcript (agent, session_id, seq, bytes);
   `,
+  // Version 3: a packed row may hold compact text chunks, `[at, code, text]` lines (see
+  // packedLine). No table changes: the version keeps an agentvisor that cannot read them from
+  // opening the file.
+  '',
 ];
 
 /** The most entries a transcript row holds; an entry's seq is `rowSeq * TRANSCRIPT_ROW_ENTRIES + index`. */
@@ -388,30 +393,48 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
   /**
    * The transcript row being filled: the run of consecutive transcript writes of one session
    * in this batch (other kinds of write in between do not end it: they go to other tables).
-   * Its first entry is kept apart until a second one comes, so a run of one is a plain row.
+   * Its first entry goes in a plain row if no second one comes.
    */
   let run: {
     agent: string;
     sessionId: string;
     count: number;
-    firstAt: number;
     lastAt: number;
-    kind: TranscriptKind;
-    json: string;
-    /** The packed row's text so far (no closing bracket), once it has two entries. */
+    /** The run's first write: a run of one is a plain row of its JSON. */
+    first: Extract<StoreWrite, { type: 'transcript' }>;
+    /** The packed row's text so far (no closing bracket). */
     text: string;
-    /** The characters of `text` that are payload (the rest are brackets, times, kinds, separators). */
+    /** The characters of `text` that are payload (the rest are brackets, times, kinds, codes, separators). */
     payloadChars: number;
-    /** What kinds add to the bytes of `text` beyond their characters (0 but for a kind not in ASCII). */
-    kindExtraBytes: number;
+    /** What the entries' stored bytes differ by from their payload characters, beyond non-ASCII text: compact chunks' wrappers, minus non-ASCII kinds' extra bytes. */
+    extraBytes: number;
     /** Whether the entries so far can go in a packed row (a finite time, a string kind). */
     packable: boolean;
   } | null = null;
 
-  function addTranscript(write: Extract<StoreWrite, { type: 'transcript' }>): void {
+  /** One entry's line in a packed row, and what it adds to the row's byte count (see `run`). */
+  let lineText = '';
+  let linePayloadChars = 0;
+  let lineExtraBytes = 0;
+  function makeLine(write: Extract<StoreWrite, { type: 'transcript' }>): void {
+    if (write.kind === 'update' && isPlainTextChunk(write.data)) {
+      const code = chunkCodes.get(write.data.sessionUpdate)!;
+      const textJson = JSON.stringify(write.data.content.text);
+      lineText = `[${write.at},${code},${textJson}]`;
+      linePayloadChars = textJson.length;
+      lineExtraBytes = chunkWrapperChars[code]!;
+      return;
+    }
     const json = entryJson(write.data);
+    lineText = packedLine(write.at, write.kind, json);
+    linePayloadChars = json.length;
+    lineExtraBytes = -kindExtraBytes(write.kind);
+  }
+
+  function addTranscript(write: Extract<StoreWrite, { type: 'transcript' }>): void {
     const { at } = write;
     const packable = Number.isFinite(at) && typeof write.kind === 'string';
+    if (packable) makeLine(write);
     const current = run;
     if (
       current !== null &&
@@ -422,22 +445,22 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
       current.count < TRANSCRIPT_ROW_ENTRIES &&
       // A row's entries are in time order: retention by age drops a row's oldest entries.
       at >= current.lastAt &&
-      (current.count === 1 ? current.json.length : current.text.length) + json.length < maxPackedChars
+      current.text.length + lineText.length < maxPackedChars
     ) {
-      if (current.count === 1) {
-        current.text = `[${packedLine(current.firstAt, current.kind, current.json)}`;
-        current.payloadChars = current.json.length;
-        current.kindExtraBytes = kindExtraBytes(current.kind);
-      }
-      current.text += `,\n${packedLine(at, write.kind, json)}`;
-      current.payloadChars += json.length;
-      current.kindExtraBytes += kindExtraBytes(write.kind);
+      current.text += `,\n${lineText}`;
+      current.payloadChars += linePayloadChars;
+      current.extraBytes += lineExtraBytes;
       current.count++;
       current.lastAt = at;
       return;
     }
     flushTranscript();
-    run = { agent: write.agent, sessionId: write.sessionId, count: 1, firstAt: at, lastAt: at, kind: write.kind, json, text: '', payloadChars: 0, kindExtraBytes: 0, packable };
+    run = { agent: write.agent, sessionId: write.sessionId, count: 1, lastAt: at, first: write, packable, text: '', payloadChars: 0, extraBytes: 0 };
+    if (packable) {
+      run.text = `[${lineText}`;
+      run.payloadChars = linePayloadChars;
+      run.extraBytes = lineExtraBytes;
+    }
   }
 
   /** Inserts the row being filled: a plain row for one entry, a packed row for more. */
@@ -446,12 +469,14 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     if (current === null) return;
     run = null;
     if (current.count === 1) {
-      statements.transcript.run(current.agent, current.sessionId, current.firstAt, current.kind, current.json, Buffer.byteLength(current.json));
+      const { first } = current;
+      const json = entryJson(first.data);
+      statements.transcript.run(first.agent, first.sessionId, first.at, first.kind, json, Buffer.byteLength(json));
       return;
     }
     const text = `${current.text}]`;
-    const bytes = Buffer.byteLength(text) - (text.length - current.payloadChars) - current.kindExtraBytes;
-    statements.transcriptPacked.run(current.agent, current.sessionId, current.lastAt, text, bytes, current.count, current.firstAt);
+    const bytes = Buffer.byteLength(text) - (text.length - current.payloadChars) + current.extraBytes;
+    statements.transcriptPacked.run(current.agent, current.sessionId, current.lastAt, text, bytes, current.count, current.first.at);
   }
 
   const writeBatch = db.transaction((batch: readonly StoreWrite[]) => {
@@ -513,7 +538,7 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
           const lines = packedLines(packed.data);
           let total = 0;
           for (let index = lines.length - 1; index >= 0; index--) {
-            total += Buffer.byteLength(splitLine(lines[index]!).payload);
+            total += splitLine(lines[index]!).payloadBytes;
             if (total > room) break;
             kept++;
           }
@@ -532,7 +557,7 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
       return;
     }
     let droppedBytes = 0;
-    for (const line of lines.slice(0, dropped)) droppedBytes += Buffer.byteLength(splitLine(line).payload);
+    for (const line of lines.slice(0, dropped)) droppedBytes += splitLine(line).payloadBytes;
     const kept = lines.slice(dropped);
     transcriptPrune.trim.run(`[${kept.join(',\n')}]`, row.count - dropped, dropped, row.bytes - droppedBytes, Number(splitLine(kept[0]!).at), row.seq);
   }
@@ -613,10 +638,11 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
             const from = Math.max(0, after - first + 1);
             const to = max < 0 ? row.count : Math.min(row.count, from + max - entries.length);
             if (from < to) {
-              const triples = JSON.parse(packedSlice(row.data, row.count, from, to)) as [number, TranscriptKind, unknown][];
+              const triples = JSON.parse(packedSlice(row.data, row.count, from, to)) as [number, TranscriptKind | number, unknown][];
               for (let index = 0; index < triples.length; index++) {
                 const [at, kind, data] = triples[index]!;
-                entries.push({ seq: first + from + index, at, agent, sessionId, kind, data });
+                if (typeof kind === 'number') entries.push({ seq: first + from + index, at, agent, sessionId, kind: 'update', data: chunkOf(kind, data) });
+                else entries.push({ seq: first + from + index, at, agent, sessionId, kind, data });
               }
             }
           }
@@ -690,7 +716,11 @@ function transcriptPruneStatements(db: Database.Database) {
 /**
  * A packed row's data is a JSON array of `[at, kind, data]` triples, one a line: `[` then
  * the triples joined by `,\n`, then `]`. JSON.stringify never writes a raw line feed, so an
- * entry is found by counting line feeds, and read without parsing the others.
+ * entry is found by counting line feeds, and read without parsing the others. A plain text
+ * chunk (core/text-chunk.ts), the bulk of a stream, is written compact, `[at, code, text]`:
+ * kind `update`, `code` its sessionUpdate's index in {@link chunkKinds}, `text` its content's
+ * text — about a quarter of the characters of the whole update, and told apart from a triple
+ * by the number where a triple has its kind's string.
  */
 function packedLine(at: number, kind: string, json: string): string {
   return `[${at},${kindJsons.get(kind) ?? JSON.stringify(kind)},${json}]`;
@@ -726,13 +756,31 @@ function packedLines(data: string): string[] {
   return data.slice(1, -1).split(',\n');
 }
 
-/** A triple's parts as written: its time and its payload's JSON text. */
-function splitLine(line: string): { at: string; payload: string } {
+/** A line's time as written, and its payload's bytes (a compact chunk's as the whole update's JSON). */
+function splitLine(line: string): { at: string; payloadBytes: number } {
   const comma = line.indexOf(',');
+  const at = line.slice(1, comma);
+  if (line[comma + 1] !== '"') {
+    const next = line.indexOf(',', comma + 1);
+    return { at, payloadBytes: chunkWrapperChars[Number(line.slice(comma + 1, next))]! + Buffer.byteLength(line.slice(next + 1, -1)) };
+  }
   // The kind: a JSON string from comma + 1, its closing quote the first one not escaped.
   let index = comma + 2;
   while (line[index] !== '"') index += line[index] === '\\' ? 2 : 1;
-  return { at: line.slice(1, comma), payload: line.slice(index + 2, -1) };
+  return { at, payloadBytes: Buffer.byteLength(line.slice(index + 2, -1)) };
+}
+
+/** The sessionUpdate of a compact chunk by its code. The order is part of the file format: append only. */
+const chunkKinds: readonly PlainTextChunk['sessionUpdate'][] = ['agent_message_chunk', 'agent_thought_chunk', 'user_message_chunk'];
+const chunkCodes = new Map(chunkKinds.map((kind, code) => [kind, code]));
+/** What a chunk's update JSON has beyond its text's JSON (all ASCII), by code. */
+const chunkWrapperChars = chunkKinds.map((kind) => entryJson({ sessionUpdate: kind, content: { type: 'text', text: '' } }).length - 2);
+
+/** The update a compact chunk line stands for. */
+function chunkOf(code: number, text: unknown): PlainTextChunk {
+  const sessionUpdate = chunkKinds[code];
+  if (sessionUpdate === undefined || typeof text !== 'string') throw new Error(`a transcript row holds a compact chunk of unknown code ${code}`);
+  return { sessionUpdate, content: { type: 'text', text } };
 }
 
 /** Deletes from an entry table: by age, beyond a count of the newest, beyond a byte total of the newest. */

@@ -295,6 +295,45 @@ describe('sqlite store', () => {
       }
     });
 
+    it('writes plain text chunks compact, reads them back as the same updates, and counts and trims their bytes as their JSON', () => {
+      const store = track(openSqliteStore(file));
+      const chunk = (sessionUpdate: string, text: string) => ({ sessionUpdate, content: { type: 'text', text } });
+      const payloads: { kind: TranscriptKind; data: unknown }[] = [
+        { kind: 'update', data: chunk('agent_message_chunk', 'plain') },
+        { kind: 'update', data: chunk('agent_thought_chunk', 'é "quoted" \\ \n 🎉 \u2028') },
+        { kind: 'update', data: chunk('user_message_chunk', '') },
+        // Not plain chunks: an extra field, an image, a kind that is not an update — written whole.
+        { kind: 'update', data: { ...chunk('agent_message_chunk', 'x'), _meta: { id: 1 } } },
+        { kind: 'update', data: { sessionUpdate: 'agent_message_chunk', content: { type: 'image', data: 'AA==', mimeType: 'image/png' } } },
+        { kind: 'prompt', data: chunk('agent_message_chunk', 'a prompt') },
+        { kind: 'update', data: chunk('agent_message_chunk', ',\n],[1,0,"x"]') },
+        { kind: 'update', data: chunk('agent_message_chunk', 'z'.repeat(5000)) },
+      ];
+      store.write(payloads.map(({ kind, data }, i) => entry(i * 10, data, kind)));
+      const read = store.transcript('a', 's', all);
+      expect(read.map(({ at, kind, data }) => ({ at, kind, data }))).toEqual(payloads.map(({ kind, data }, i) => ({ at: i * 10, kind, data })));
+      const sizes = payloads.map(({ data }) => Buffer.byteLength(JSON.stringify(data)));
+      const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+      expect(store.stats().transcript).toEqual({ count: payloads.length, bytes: sum(sizes) });
+      expect(transcriptRows(file)).toMatchObject([{ count: payloads.length, packed: 1, bytes: sum(sizes) }]);
+      // Compact on disk: the plain chunks' lines hold their text, not the update around it.
+      const raw = new Database(file, { readonly: true });
+      const data = (raw.prepare('SELECT data FROM transcript').get() as { data: string }).data;
+      raw.close();
+      expect(data.split('\n')[0]).toBe('[[0,0,"plain"],');
+      expect(data.match(/"sessionUpdate"/g)).toHaveLength(3);
+
+      // By bytes, entry by entry from the oldest; then by age.
+      for (let left = payloads.length - 1; left >= 2; left--) {
+        store.prune({ transcript: { maxBytes: sum(sizes.slice(payloads.length - left)) } }, 0);
+        expect(store.transcript('a', 's', all).map((entry) => entry.data)).toEqual(read.slice(payloads.length - left).map((entry) => entry.data));
+        expect(store.stats().transcript).toEqual({ count: left, bytes: sum(sizes.slice(payloads.length - left)) });
+      }
+      store.prune({ transcript: { maxAgeMs: 5 } }, 75);
+      expect(store.transcript('a', 's', all).map((entry) => entry.at)).toEqual([70]);
+      expect(store.stats().transcript).toEqual({ count: 1, bytes: sizes[7] });
+    });
+
     it('starts a new row when time goes back, when a row is full of text, and keeps a single entry a plain row', () => {
       const store = track(openSqliteStore(file));
       const big = 'x'.repeat(700_000);
