@@ -22,7 +22,7 @@ const layers = {
   core: { may: [], packages: ['zod'], types: ['xstate'] },
   util: { may: ['core'], types: ['xstate'] },
   machines: { may: ['core'], packages: ['xstate'] },
-  services: { may: ['core', 'util'], packages: ['execa', 'better-sqlite3'], builtins: true },
+  services: { may: ['core', 'util'], packages: ['execa', 'better-sqlite3', '@lydell/node-pty', '@xterm/headless'], builtins: true },
   actors: { may: ['core', 'util', 'machines', 'services'], packages: ['xstate'], builtins: true },
   runtime: { may: ['core', 'util', 'machines', 'actors', 'services'] },
   inspection: { may: ['core', 'util'], packages: [], types: ['xstate'] },

@@ -4,16 +4,22 @@
  * the stop ladder's rungs on command, and when it is stopped (released) it kills whatever
  * is left of the process group — so no path through the machine can orphan a process.
  */
+import { randomUUID } from 'node:crypto';
+import type { Readable, Writable } from 'node:stream';
 import { fromCallback } from 'xstate';
 import type { ClientConnection, InitializeResponse } from '../core/acp-types.js';
 import type { AgentSpec } from '../core/agent-spec.js';
 import { describeError } from '../core/errors.js';
 import type { AgentProcessInput, ProcessCommand, ProcessEvent } from '../machines/agent-events.js';
 import { openAcpConnection, type AcpClientOptions } from '../services/acp-client.service.js';
-import { spawnAgentProcess } from '../services/agent-process.service.js';
+import { spawnAgentProcess, type ProcessExit, type SpawnFailure } from '../services/agent-process.service.js';
 import type { AgentRecords } from '../services/agent-records.service.js';
+import type { ContainmentKind } from '../core/containment-kind.js';
 import type { ContainmentMechanism } from '../services/containment/containment.js';
 import { signalGroup } from '../services/process-group.service.js';
+import { openPtyBridge } from '../services/pty/pty.bridge.js';
+import { spawnPtyProcess, type PtyProcess, type PtyScreen } from '../services/pty/pty.service.js';
+import { openStreamJsonBridge } from '../services/stream-json/stream-json.bridge.js';
 
 /** How long a process whose ACP stream closed may take to exit before it is killed. */
 const streamClosedGraceMs = 1000;
@@ -52,6 +58,34 @@ export interface AgentProcessDependencies {
    * when the agent has none.
    */
   prepareWorkspace?(agent: string): Promise<string> | null;
+  /** The supervisor's clock (epoch ms): the time every report but `initialized` carries. Date.now by default. */
+  now?(): number;
+  /**
+   * A stream-json agent's conversation (docs/stream-json.md): the session id its next process
+   * runs, and whether that process resumes it (`--resume`) or starts it (`--session-id`).
+   */
+  streamJsonSession?(agent: string): { sessionId: string; resume: boolean };
+  /** The terminals of `protocol: 'pty'` agents (the runtime's PtyTerminals): screens that outlive processes, activity. */
+  pty?: PtyHost;
+}
+
+/** One process's link to its agent's terminal. */
+export interface PtyAttachment {
+  output(data: string): void;
+  exited(exit: ProcessExit): void;
+}
+
+/** What the process actor needs of the runtime's terminals for a pty agent. */
+export interface PtyHost {
+  /** The screen the agent's next process renders on (a restart's separator written first). */
+  screenForProcess(agent: string): PtyScreen;
+  /**
+   * A process runs: where input and resizes go. What it prints and how it ends are told to
+   * the attachment, which ignores a process that has been replaced meanwhile.
+   */
+  attach(agent: string, io: { write(input: string): void; resize(cols: number, rows: number): void }): PtyAttachment;
+  /** Calls `listener` whenever the CLI waits for input again (or exits); returns the unsubscribe. */
+  onIdle(agent: string, listener: () => void): () => void;
 }
 
 
@@ -59,8 +93,9 @@ export interface AgentProcessDependencies {
 export function createAgentProcessActor(deps: AgentProcessDependencies) {
   return fromCallback<ProcessCommand, AgentProcessInput, ProcessEvent>(({ input, sendBack, receive }) => {
     let released = false;
+    const now = deps.now ?? Date.now;
     const report = (event: ProcessEvent) => {
-      if (!released) sendBack(event);
+      if (!released) sendBack(event.type === 'process.initialized' || event.type === 'process.connectionClosed' ? event : { ...event, at: now() });
     };
     const spec = deps.getSpec(input.agent);
     const preparing = deps.prepareWorkspace?.(input.agent) ?? null;
@@ -107,17 +142,106 @@ interface RunningProcess {
   release(): void;
 }
 
-/** Spawns the agent, opens ACP and reports every step with `report`. */
-function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSpec, report: (event: ProcessEvent) => void): RunningProcess {
-  let released = false;
+/** The process as the actor drives it, whatever it runs in (a pipe-connected child, a PTY). */
+interface SpawnedProcess {
+  readonly pid: number | undefined;
+  readonly agentPid: Promise<number | undefined>;
+  readonly containment: ContainmentKind | null;
+  readonly spawnFailure: Promise<SpawnFailure | null>;
+  readonly exited: Promise<ProcessExit>;
+  isRunning(): boolean;
+  closeInput(): void;
+  signalGroup(signal: NodeJS.Signals): void;
+}
+
+/** One launched agent: its process, the agent side of its ACP connection, and where its errors are written. */
+interface Launched {
+  proc: SpawnedProcess;
+  /** The ACP agent's stdin and stdout: the child's own, or a bridge in front of it. */
+  input: Writable;
+  output: Readable;
+  /** The last lines the agent wrote where its errors go (stderr; a PTY's screen). */
+  errorLines(): string[];
+  /** The process is gone; runs before `process.exited` is reported. */
+  onExit?(exit: ProcessExit): Promise<void>;
+}
+
+/**
+ * Launches the agent per its spec's protocol: ACP over the child's stdio; Claude Code's
+ * stream-json through an in-process ACP bridge; an interactive CLI in a PTY through another.
+ * What follows — the handshake, the stop ladder, the reports — is the same for all.
+ */
+function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec): Launched {
+  const acpOptions = deps.acpOptions?.(agent);
+  if (spec.protocol === 'pty') return launchPty(deps, agent, spec);
+  const streamJson = spec.protocol === 'stream-json' ? (deps.streamJsonSession?.(agent) ?? { sessionId: randomUUID(), resume: false }) : null;
+  const launched = streamJson ? { ...spec, args: [...(spec.args ?? []), streamJson.resume ? '--resume' : '--session-id', streamJson.sessionId] } : spec;
   const onStderrLine = deps.onStderrLine;
-  const proc = spawnAgentProcess(spec, {
+  const proc = spawnAgentProcess(launched, {
     stderrLines: deps.stderrLines,
     containment: deps.containment,
     agent,
     records: deps.records,
     onStderrLine: onStderrLine && ((line) => onStderrLine(agent, line)),
   });
+  const agentSide = streamJson
+    ? openStreamJsonBridge(proc, {
+        sessionId: streamJson.sessionId,
+        partialMessages: (spec.args ?? []).includes('--include-partial-messages'),
+        onWarning: (message) => acpOptions?.handlers?.protocolWarning?.(message),
+      })
+    : { input: proc.stdin, output: proc.stdout };
+  return { proc, input: agentSide.input, output: agentSide.output, errorLines: () => proc.stderr.snapshot() };
+}
+
+/** A CLI in a pseudo-terminal (docs/pty.md): the runtime's terminal renders it, the PTY bridge speaks ACP for it. */
+function launchPty(deps: AgentProcessDependencies, agent: string, spec: AgentSpec): Launched {
+  const host = deps.pty;
+  if (!host) throw new Error('pty agents need the runtime\'s terminals (AgentProcessDependencies.pty)');
+  let proc: PtyProcess | null = null;
+  let attachment: PtyAttachment | null = null;
+  const bridge = openPtyBridge({ sessionId: randomUUID(), write: (input) => proc?.write(input) });
+  const screen = host.screenForProcess(agent);
+  proc = spawnPtyProcess(
+    { command: spec.command, ...(spec.args ? { args: spec.args } : {}), ...(spec.env ? { env: spec.env } : {}), ...(spec.cwd ? { cwd: spec.cwd } : {}), ...(spec.installHint ? { installHint: spec.installHint } : {}) },
+    {
+      screen,
+      ...(spec.pty?.cols !== undefined ? { cols: spec.pty.cols } : {}),
+      ...(spec.pty?.rows !== undefined ? { rows: spec.pty.rows } : {}),
+      agent,
+      records: deps.records ?? null,
+      onData: (data) => {
+        attachment?.output(data);
+        bridge.feed(data);
+      },
+    },
+  );
+  const running = proc;
+  attachment = host.attach(agent, { write: (input) => running.write(input), resize: (cols, rows) => running.resize(cols, rows) });
+  const offIdle = running.pid === undefined ? null : host.onIdle(agent, () => bridge.idle());
+  // Nothing ran: the terminal's activity ends at once (starting → exited), as for a process that died at start.
+  if (running.pid === undefined) attachment.exited({ exitCode: null, signal: null });
+  let lastLines: string[] = [];
+  return {
+    proc: running,
+    input: bridge.input,
+    output: bridge.output,
+    errorLines: () => lastLines,
+    async onExit(exit) {
+      offIdle?.();
+      attachment?.exited(exit); // at once: no input reaches a process that is gone
+      await screen.settled();
+      lastLines = screen.scrollback().filter((line) => line.trim() !== '').slice(-(deps.stderrLines ?? 20));
+      bridge.end();
+    },
+  };
+}
+
+/** Spawns the agent, opens ACP and reports every step with `report`. */
+function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSpec, report: (event: ProcessEvent) => void): RunningProcess {
+  let released = false;
+  const launched = launch(deps, agent, spec);
+  const { proc } = launched;
   const pid = proc.pid;
 
   if (pid === undefined) {
@@ -137,7 +261,7 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
   // Uncontained, the spawned pid is the agent's; a wrapper's agent pid is found a moment later.
   if (proc.containment === null) report({ type: 'process.spawned', pid, containment: null });
   else void proc.agentPid.then((agentPid) => report({ type: 'process.spawned', pid: agentPid ?? pid, containment: proc.containment }));
-  const acp = openAcpConnection(proc.stdin, proc.stdout, deps.acpOptions?.(agent));
+  const acp = openAcpConnection(launched.input, launched.output, deps.acpOptions?.(agent));
   const { connection } = acp;
   let closingOnPurpose = false;
   let streamClosed = false;
@@ -153,7 +277,8 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     (error: unknown) => {
       // A closed stream is reported by the exit path below, with the exit code.
       if (connection.signal.aborted) return;
-      report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: proc.stderr.snapshot() });
+      const code = (error as { code?: unknown } | null)?.code;
+      report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: launched.errorLines(), rpcCode: typeof code === 'number' ? code : null });
     },
   );
 
@@ -172,8 +297,9 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     }, streamClosedGraceMs);
   });
 
-  void proc.exited.then((exit) => {
+  void proc.exited.then(async (exit) => {
     clearTimeout(streamGrace);
+    await launched.onExit?.(exit);
     connection.close();
     deps.connections.remove(agent, connection);
     groupGone = true; // `exited` resolves only after the group was reaped
@@ -181,7 +307,7 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
       type: 'process.exited',
       exitCode: exit.exitCode,
       signal: exit.signal,
-      stderr: proc.stderr.snapshot(),
+      stderr: launched.errorLines(),
       reason: streamClosed ? 'stream_closed' : 'exit',
     });
   });

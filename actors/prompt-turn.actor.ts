@@ -18,6 +18,8 @@ export interface PromptTurnDependencies {
   cancelPermissions(agent: string, sessionId: string): void;
   /** Hears each turn: the prompt as it is sent, then how the turn ended (the store's transcript). */
   onTurn?(agent: string, sessionId: string, event: TurnEvent): void;
+  /** The supervisor's clock (epoch ms), stamped on a failed turn. Date.now by default. */
+  now?(): number;
 }
 
 /** A turn as the transcript keeps it: the prompt sent, then its stop reason or its error. */
@@ -51,7 +53,10 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
         settled = true;
         const failure = toRequestError(input.agent, connection, error, 'session/prompt');
         deps.onTurn?.(input.agent, input.sessionId, { error: { kind: failure.kind, message: failure.message } });
-        if (!released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message } });
+        const rpc = error as { code?: unknown; data?: unknown } | null;
+        const rpcCode = typeof rpc?.code === 'number' ? rpc.code : null;
+        const at = (deps.now ?? Date.now)();
+        if (!released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message, rpcCode, ...(rpc?.data !== undefined ? { rpcData: rpc.data } : {}), at } });
       },
     );
     receive((command) => {

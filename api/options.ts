@@ -3,7 +3,10 @@ import { resolve } from 'node:path';
 import type { InspectionEvent, Observer } from 'xstate';
 import { z } from 'zod';
 import type { McpServer, SessionUpdate } from '../core/acp-types.js';
-import { agentNameSchema, agentSpecSchema } from '../core/agent-spec.js';
+import { agentNameSchema, agentSpecSchema, maxTimerMs, timeoutMsSchema } from '../core/agent-spec.js';
+import { failureClasses, type FailureClass } from '../core/failure-class.js';
+import { defaultClassPolicies, type ClassPolicies, type ClassPolicy } from '../machines/policies/class-policy.js';
+import type { OverloadPolicy } from '../machines/supervisor.machine.js';
 import { realClock, type Clock } from '../core/clock.js';
 import { invalidOptions } from '../core/errors.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
@@ -20,10 +23,23 @@ import { workspaceSpecSchema, type WorkspaceSpec } from '../core/workspace-spec.
 
 export type { Clock };
 
-/** Node's timers fire at once for a delay above 2^31 - 1 ms: no timing option may be longer. */
-export const maxTimerMs = 2 ** 31 - 1;
+export { maxTimerMs };
 
-const timeoutMs = z.number().min(0).max(maxTimerMs, `must be at most ${maxTimerMs} ms (about 24.8 days), the longest timer Node keeps`);
+const timeoutMs = timeoutMsSchema;
+const classPolicySchema = z.strictObject({
+  action: z.enum(['retry', 'needsAuth', 'rateLimited', 'giveUp']),
+  waitMs: z.union([timeoutMs, z.null()]).optional(),
+  maxWaitMs: timeoutMs.optional(),
+});
+const classPoliciesSchema = z.strictObject(
+  Object.fromEntries(failureClasses.map((failureClass) => [failureClass, classPolicySchema.optional()])) as Record<FailureClass, z.ZodOptional<typeof classPolicySchema>>,
+);
+
+/** The restart options as given: every field optional, a class policy merged over its default. */
+export type RestartOptions = Partial<Omit<RestartPolicy, 'policies'>> & { policies?: Partial<Record<FailureClass, Partial<ClassPolicy>>> };
+
+/** The supervisor-wide restart intensity by default: see docs/failures.md for the reasoning. */
+export const defaultOverload: OverloadPolicy = Object.freeze({ intensity: 50, periodMs: 60_000 });
 const isFunction = (value: unknown) => typeof value === 'function';
 const permissionPolicySchema = z.union([z.enum(['ask', 'allow', 'deny']), z.custom<Extract<PermissionPolicy, (...args: never[]) => unknown>>(isFunction, "must be 'ask', 'allow', 'deny' or a function")]);
 const stallPolicySchema = z.enum(['none', 'cancel', 'restart']);
@@ -52,8 +68,20 @@ export const supervisorOptionsSchema = z.strictObject({
       maxDelayMs: timeoutMs.optional(),
       jitter: z.number().min(0).max(1).optional(),
       stableAfterMs: timeoutMs.optional(),
+      /** At most this many automatic restarts of one agent within periodMs (default 10); one more gives up with restart_intensity. */
+      intensity: z.number().int().min(0).optional(),
+      /** The window of intensity (default 300 000 ms). */
+      periodMs: timeoutMs.optional(),
+      /** What each failure class does (docs/failures.md), merged over the defaults class by class. */
+      policies: classPoliciesSchema.optional(),
     })
-    .optional() as z.ZodOptional<z.ZodType<Partial<RestartPolicy>>>,
+    .optional() as z.ZodOptional<z.ZodType<RestartOptions>>,
+  /**
+   * The supervisor-wide restart intensity: more than `intensity` automatic restarts of all
+   * agents within `periodMs` (default 50 in 60 000 ms) and the supervisor is overloaded — it
+   * holds every automatic restart until `resetOverload()` (`supervisor:overloaded`).
+   */
+  overload: z.strictObject({ intensity: z.number().int().min(0).optional(), periodMs: timeoutMs.optional() }).optional(),
   /** How long `initialize` may take (default 30 000 ms). */
   handshakeTimeoutMs: timeoutMs.optional(),
   /** Stop ladder: wait after closing stdin before SIGTERM (default 5 000 ms). */
@@ -178,9 +206,14 @@ export const defaultOptions = Object.freeze({
 /** Fills in defaults; throws `AgentError` kind `invalid_options` for a malformed value. */
 export function resolveOptions(input: SupervisorOptions): RuntimeSettings {
   const options = parseOptions(supervisorOptionsSchema, input, 'options');
-  const restart: RestartPolicy = { ...defaultRestartPolicy, ...stripUndefined(options.restart ?? {}) };
+  const { policies: givenPolicies, ...restartNumbers } = options.restart ?? {};
+  const policies = Object.fromEntries(
+    failureClasses.map((failureClass) => [failureClass, { ...defaultClassPolicies[failureClass], ...stripUndefined(givenPolicies?.[failureClass] ?? {}) }]),
+  ) as ClassPolicies;
+  const restart: RestartPolicy = { ...defaultRestartPolicy, ...stripUndefined(restartNumbers), policies };
   return {
     maxAgents: options.maxAgents ?? defaultOptions.maxAgents,
+    overload: { ...defaultOverload, ...stripUndefined(options.overload ?? {}) },
     stderrLines: options.stderrLines ?? defaultOptions.stderrLines,
     containment: options.containment ?? 'auto',
     stateDir: options.stateDir === undefined ? defaultStateDir() : options.stateDir === false ? false : resolve(options.stateDir),

@@ -1,7 +1,7 @@
 /** The public types of the supervisor facade. */
 import type { ClientConnection, InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
-import type { AgentErrorKind, AgentFailure } from '../core/errors.js';
+import type { AgentErrorKind, AgentFailure, FailureClass } from '../core/errors.js';
 import type { PermissionRequest } from '../core/permission-policy.js';
 import type { AgentStatus } from '../machines/agent-events.js';
 import type { RuntimeEvents } from '../runtime/session-registry.js';
@@ -56,6 +56,10 @@ export interface AgentErrorEvent {
   /** With kind `not_installed`: the command and how to install it. */
   command?: string;
   installHint?: string;
+  /** Why the agent failed (docs/failures.md), whether the supervisor retries it by itself, and when a limit resets (epoch ms). */
+  class?: FailureClass;
+  retryable?: boolean;
+  retryAt?: number | null;
 }
 
 export interface SupervisorEventMap {
@@ -101,6 +105,16 @@ export interface SupervisorEventMap {
    * (`failed`) — and the workspace is kept for `pruneWorkspaces()`.
    */
   'workspace:cleanup_refused': RuntimeEvents['workspace:cleanup_refused'];
+  /** An agent parked in `needsAuth` (docs/failures.md): `authenticate(agent, methodId)` with one of `authMethods`, or `reconnect()` after logging in. */
+  'agent:needs_auth': RuntimeEvents['agent:needs_auth'];
+  /** An agent parked in `rateLimited`: it tries again by itself at `retryAt` (when known), or on `reconnect()`. */
+  'agent:rate_limited': RuntimeEvents['agent:rate_limited'];
+  /** The supervisor-wide restart intensity was exceeded: automatic restarts are held until `resetOverload()`. */
+  'supervisor:overloaded': RuntimeEvents['supervisor:overloaded'];
+  /** `resetOverload()`: automatic restarts resume. */
+  'supervisor:overload_reset': RuntimeEvents['supervisor:overload_reset'];
+  /** A pty agent's CLI changed what it is doing (docs/pty.md). */
+  'pty:activity': RuntimeEvents['pty:activity'];
 }
 
 /** What `sweepOrphans()` did: processes killed, and records left alone or dropped with the reason. */

@@ -7,14 +7,14 @@ import { resolve } from 'node:path';
 import type { Actor } from 'xstate';
 import { agentNameSchema, validateAgentSpec, type AgentSpec } from '../core/agent-spec.js';
 import { describeSchemaIssue } from '../core/schema.js';
-import { AgentError, authRequired, describeError, failures, invalidOptions, toError } from '../core/errors.js';
+import { failures, invalidOptions, toError } from '../core/errors.js';
 import type { AgentStatus } from '../machines/agent-events.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
+import type { AgentTerminal } from '../runtime/pty-terminals.js';
 import { handleSignalsFor } from '../runtime/signal-handling.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
-import { acpMethods } from '../services/acp-client.service.js';
 import { abortable } from '../util/abort.js';
 import { resolveOptions, resolvePruneOptions, resolveSessionOptions, resolveWorkspacePaths, type NewSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
@@ -56,6 +56,37 @@ export class Supervisor {
     this.actor = this.runtime.actor;
     for (const [name, spec] of Object.entries(options.agents ?? {})) this.register(name, spec);
     if (options.handleSignals ?? true) this.releaseSignals = handleSignalsFor(this);
+  }
+
+  /**
+   * True while the supervisor is overloaded: its agents restarted more than
+   * `overload.intensity` times within `overload.periodMs`, and it holds every automatic
+   * restart until `resetOverload()` (docs/failures.md). Callers' starts still run.
+   */
+  get overloaded(): boolean {
+    return this.runtime.overloaded;
+  }
+
+  /**
+   * The terminal of a `protocol: 'pty'` agent (docs/pty.md): type into it, resize it, read its
+   * rendered screen and its scrollback (kept across restarts), follow its activity (starting,
+   * running, needsInput, stale, exited). Throws `unknown_agent`, or `not_supported` for an
+   * agent of another protocol.
+   *
+   * @example
+   * const terminal = supervisor.terminal('shell');
+   * terminal.write('ls\r');
+   * terminal.on('activity', ({ state }) => console.log(state));
+   */
+  terminal(name: string): AgentTerminal {
+    const spec = this.runtime.spec(agentName(name));
+    if (spec.protocol !== 'pty') throw toError(name, failures.notAPtyAgent(name));
+    return this.runtime.ptyTerminals.view(name);
+  }
+
+  /** Ends an overload: the held automatic restarts run, and counting starts afresh (`supervisor:overload_reset`). */
+  resetOverload(): void {
+    this.runtime.resetOverload();
   }
 
   /** The containment this supervisor's agents run in, and what was refused on this host. */
@@ -152,7 +183,8 @@ export class Supervisor {
     if (type === 'error') {
       const subscription = this.actor.on('error', ({ agent, failure }) => {
         const { kind, message, detail, stderr, command, installHint } = failure;
-        safe({ agent, kind, message, detail, stderr, ...(command ? { command } : {}), ...(installHint ? { installHint } : {}) } as SupervisorEventMap[K]);
+        const classInfo = failure.class === undefined ? {} : { class: failure.class, retryable: failure.retryable ?? false, retryAt: failure.retryAt ?? null };
+        safe({ agent, kind, message, detail, stderr, ...(command ? { command } : {}), ...(installHint ? { installHint } : {}), ...classInfo } as SupervisorEventMap[K]);
       });
       return () => subscription.unsubscribe();
     }
@@ -278,15 +310,16 @@ export class Supervisor {
     return this.loadSession(stored.agent, sessionId, { ...(options.workspace ? {} : { cwd: stored.cwd }), ...options });
   }
 
-  /** Calls the agent's `authenticate` with one of its `authMethods`. Auth failures are never retried. */
-  async authenticate(agent: string, methodId: string, options: CallOptions = {}): Promise<void> {
-    const handle = await this.ensureAgent(agent, options);
-    try {
-      await abortable(handle.connection.agent.request(acpMethods.agent.authenticate, { methodId }), options.signal, agent);
-    } catch (error) {
-      if (error instanceof AgentError) throw error;
-      throw authRequired(agent, `${handle.displayName} refused authentication with ${methodId}: ${describeError(error)}`, handle.authMethods, error);
-    }
+  /**
+   * Calls the agent's ACP `authenticate` with one of its `authMethods` (the agent is started
+   * first when it has no process) and resolves with the agent connected; the way out of
+   * `needsAuth` (docs/failures.md). A refusal rejects `auth_required` and the agent stays
+   * parked. Auth failures are never retried by themselves.
+   */
+  async authenticate(agent: string, methodId: string, options: CallOptions = {}): Promise<AgentHandle> {
+    if (typeof methodId !== 'string' || methodId === '') throw invalidOptions('An auth method id must be a non-empty string', agent);
+    await this.runtime.command({ type: 'agent.authenticate', agent: agentName(agent), methodId }, options);
+    return this.handle(agent);
   }
 
   /** A session's settings from its options; a git worktree needs a state directory. */

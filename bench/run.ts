@@ -18,6 +18,7 @@ import { now } from './lib/stats.js';
 import * as restartStorm from './restart-storm.bench.js';
 import * as shutdown from './shutdown.bench.js';
 import * as stream from './stream.bench.js';
+import * as streamJson from './stream-json.bench.js';
 
 interface Entry<S> {
   name: string;
@@ -32,6 +33,7 @@ const entry = <S>(name: string, run: Entry<S>['run'], module: { defaultSize: S; 
 export const benchmarks = [
   entry('handshake', handshake.handshakeBench, handshake),
   entry('stream', stream.streamBench, stream),
+  entry('stream-json', streamJson.streamJsonBench, streamJson),
   entry('fan-out', fanOut.fanOutBench, fanOut),
   entry('shutdown', shutdown.shutdownBench, shutdown),
   entry('restart-storm', restartStorm.restartStormBench, restartStorm),

@@ -5,7 +5,36 @@
 import { z } from 'zod';
 import { invalidOptions } from './errors.js';
 import { describeSchemaIssue, noNul } from './schema.js';
+import { failureClasses, type FailureClass, type FailurePattern } from './failure-class.js';
 import { workspaceSpecSchema } from './workspace-spec.js';
+
+/** Node's timers fire at once for a delay above 2^31 - 1 ms: no timing may be longer. */
+export const maxTimerMs = 2 ** 31 - 1;
+export const timeoutMsSchema = z.number().min(0).max(maxTimerMs, `must be at most ${maxTimerMs} ms (about 24.8 days), the longest timer Node keeps`);
+
+/** A pattern that marks a failure as one class: a RegExp, or its source as a string (case-insensitive). */
+export const failurePatternSchema = z
+  .strictObject({
+    class: z.enum(failureClasses as [FailureClass, ...FailureClass[]]),
+    pattern: z.union([z.instanceof(RegExp), z.string().min(1, 'must not be empty')]),
+  })
+  .superRefine((value, context) => {
+    if (typeof value.pattern !== 'string') return;
+    try {
+      new RegExp(value.pattern, 'i');
+    } catch (error) {
+      context.addIssue({ code: 'custom', path: ['pattern'], message: `is not a regular expression: ${(error as Error).message}` });
+    }
+  });
+
+export type FailurePatternInput = z.input<typeof failurePatternSchema>;
+
+/** A spec's patterns as machine context keeps them (plain JSON): a string is case-insensitive. */
+export function toFailurePatterns(patterns: readonly FailurePatternInput[] = []): FailurePattern[] {
+  return patterns.map(({ class: failureClass, pattern }) =>
+    typeof pattern === 'string' ? { class: failureClass, source: pattern, flags: 'i' } : { class: failureClass, source: pattern.source, flags: pattern.flags.replace(/[gy]/g, '') },
+  );
+}
 
 /** An agent's name: any non-empty string up to 200 characters without control characters. */
 export const agentNameSchema = z
@@ -38,7 +67,37 @@ export const agentSpecSchema = z.strictObject({
    * directory, made before the agent is spawned and used as its cwd. Exclusive with `cwd`.
    */
   workspace: workspaceSpecSchema.optional(),
+  /**
+   * What this agent prints when it fails, by class (docs/failures.md), tried before the
+   * built-in patterns. Presets carry what their agents are known to print.
+   */
+  failurePatterns: z.array(failurePatternSchema).optional(),
+  /**
+   * How agentvisor talks to the agent: `'acp'` (default), `'stream-json'` (Claude Code's
+   * headless streaming mode behind an ACP face: docs/stream-json.md) or `'pty'` (any
+   * interactive CLI in a pseudo-terminal: docs/pty.md).
+   */
+  protocol: z.enum(['acp', 'stream-json', 'pty']).optional(),
+  /** With `protocol: 'pty'`: the terminal's size, its scrollback, and the activity timeouts (docs/pty.md). */
+  pty: z
+    .strictObject({
+      cols: z.number().int().min(2).max(1000).optional(),
+      rows: z.number().int().min(2).max(1000).optional(),
+      scrollbackLines: z.number().int().min(0).max(1_000_000).optional(),
+      needsInputTimeoutMs: timeoutMsSchema.optional(),
+      staleTimeoutMs: timeoutMsSchema.optional(),
+    })
+    .optional(),
+  /** This agent's own handshake timeout (default: the supervisor's `handshakeTimeoutMs`). */
+  handshakeTimeoutMs: timeoutMsSchema.optional(),
+  /** This agent's own stop ladder: wait after closing stdin before SIGTERM (default: the supervisor's). */
+  shutdownTimeoutMs: timeoutMsSchema.optional(),
+  /** This agent's own stop ladder: wait after SIGTERM before SIGKILL (default: the supervisor's). */
+  killTimeoutMs: timeoutMsSchema.optional(),
 }).superRefine((spec, context) => {
+  if (spec.pty !== undefined && spec.protocol !== 'pty') {
+    context.addIssue({ code: 'custom', path: ['pty'], message: "is only for protocol 'pty'" });
+  }
   if (spec.cwd !== undefined && spec.workspace !== undefined) {
     context.addIssue({ code: 'custom', path: ['workspace'], message: 'cannot be given with cwd: the workspace is the agent\'s cwd' });
   }

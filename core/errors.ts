@@ -6,6 +6,7 @@
  *
  * Pure: no I/O, no XState. `new AgentError(` appears in this file only.
  */
+import type { FailureClass } from './failure-class.js';
 
 /** Why an operation on an agent failed. */
 export type AgentErrorKind =
@@ -50,7 +51,35 @@ export type AgentErrorKind =
    * (a missing repository, a branch that exists), or it is already used by another owner.
    * Nothing was spawned; a restart cannot fix it, so it is never retried.
    */
-  | 'workspace_failed';
+  | 'workspace_failed'
+  /**
+   * The agent was restarted automatically more than `restart.intensity` times within
+   * `restart.periodMs`: it is flapping, and the supervisor stops restarting it.
+   */
+  | 'restart_intensity'
+  /** The agent's runtime host could not be reached (ssh: no route, refused, timed out; a dropped connection during the handshake). */
+  | 'runtime_unreachable'
+  /** The runtime refused the login (ssh: publickey denied). */
+  | 'runtime_auth_failed'
+  /** The remote host's key is not the one in knownHostsFile (or unknown there): never accepted blindly. */
+  | 'runtime_host_key_changed'
+  /** The container, image or pod the spec names does not exist (or the runtime's tool is missing). */
+  | 'runtime_missing';
+
+/**
+ * Why a failure happened, as the classifier (machines/policies/failure-class.policy.ts) read
+ * it from what the failure showed; each class has its own restart policy (docs/failures.md).
+ */
+export type { FailureClass };
+
+/** What errors, events and `list()` say of a failure's class. */
+export interface FailureClassInfo {
+  class: FailureClass;
+  /** Whether the supervisor retries it by itself (now, after a backoff, or at `retryAt`). */
+  retryable: boolean;
+  /** When a usage or rate limit resets (epoch ms), when the agent said so. */
+  retryAt: number | null;
+}
 
 /** An authentication method an agent offers in its `initialize` answer. */
 export interface AuthMethodSummary {
@@ -75,6 +104,12 @@ export interface AgentFailure {
   command?: string;
   /** With kind `not_installed`: how to install it, when the spec knows (presets do). */
   installHint?: string;
+  /** Why it happened, and whether and when it is retried; failures of an agent carry it. */
+  class?: FailureClass;
+  retryable?: boolean;
+  retryAt?: number | null;
+  /** With class `auth`: the methods the agent offers (`supervisor.authenticate(agent, id)`). */
+  authMethods?: AuthMethodSummary[];
 }
 
 /** What a failed command settles with; `null` failure means success. */
@@ -87,6 +122,7 @@ interface AgentErrorOptions {
   authMethods?: AuthMethodSummary[];
   command?: string;
   installHint?: string;
+  classInfo?: FailureClassInfo;
 }
 
 /**
@@ -112,6 +148,12 @@ export class AgentError extends Error {
   readonly command: string | undefined;
   /** With kind `not_installed`: how to install the command, when known (e.g. `npm install -g …`). */
   readonly installHint: string | undefined;
+  /** Why the agent failed (docs/failures.md), when the failure is an agent's. */
+  readonly class: FailureClass | undefined;
+  /** Whether the supervisor retries it by itself. */
+  readonly retryable: boolean | undefined;
+  /** When a usage or rate limit resets (epoch ms), when the agent said so. */
+  readonly retryAt: number | null | undefined;
 
   constructor(kind: AgentErrorKind, message: string, options: AgentErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -121,6 +163,9 @@ export class AgentError extends Error {
     this.authMethods = options.authMethods;
     this.command = options.command;
     this.installHint = options.installHint;
+    this.class = options.classInfo?.class;
+    this.retryable = options.classInfo?.retryable;
+    this.retryAt = options.classInfo?.retryAt;
   }
 
   /** Builds the error from the plain failure record a machine keeps in context. */
@@ -131,6 +176,8 @@ export class AgentError extends Error {
       cause: failure,
       command: failure.command,
       installHint: failure.installHint,
+      authMethods: failure.authMethods,
+      classInfo: failure.class === undefined ? undefined : { class: failure.class, retryable: failure.retryable ?? false, retryAt: failure.retryAt ?? null },
     });
   }
 }
@@ -156,6 +203,8 @@ export function failureMessage(kind: AgentErrorKind, displayName: string, detail
       return `${displayName} exited unexpectedly`;
     case 'auth_required':
       return `${displayName} requires authentication`;
+    case 'restart_intensity':
+      return `${displayName} keeps failing: automatic restarts stopped`;
     default:
       return `${displayName}: ${kind.replace(/_/g, ' ')}`;
   }
@@ -183,6 +232,7 @@ export const failures = {
   sessionFailed: (sessionId: string) => failure('session_closed', `Session ${sessionId} failed; resume() it first`),
   sessionClosed: (sessionId: string) => failure('session_closed', `Session ${sessionId} is closed`),
   closedDuringTurn: (sessionId: string) => failure('session_closed', `Session ${sessionId} was closed during the turn`),
+  notAPtyAgent: (agent: string) => failure('not_supported', `Agent "${agent}" has no terminal: only agents with protocol 'pty' do`),
   cannotLoadSessions: (displayName: string) =>
     failure('not_supported', `${displayName} cannot load sessions (no loadSession capability): start a new session`),
 } as const;

@@ -6,9 +6,22 @@
  */
 import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
-import { failureMessage, type AgentFailure, type CommandResult } from '../core/errors.js';
-import type { AgentCommand, AgentEmitted, AgentReport, AgentStatus, CommandSettled, ProcessEvent, RestartRequest } from './agent-events.js';
+import { describeError, failureMessage, type AgentFailure, type AuthMethodSummary, type CommandResult } from '../core/errors.js';
+import type { FailureEvidence, FailurePattern, FailurePhase } from '../core/failure-class.js';
+import type {
+  AgentCommand,
+  AgentEmitted,
+  AgentFailureReport,
+  AgentReport,
+  AgentStatus,
+  CommandSettled,
+  ProcessEvent,
+  RestartHold,
+  RestartRequest,
+} from './agent-events.js';
 import type { RestartPolicy } from './policies/backoff.policy.js';
+import { parkedWaitMs, restartsWithin, retriesByItself, type ClassPolicy } from './policies/class-policy.js';
+import { classifyFailure } from './policies/failure-class.policy.js';
 import { isRetryable } from './policies/retry.policy.js';
 import type { SessionOpenEvent } from './session-events.js';
 
@@ -42,9 +55,30 @@ export interface AgentContext {
   startRequests: string[];
   /** Callers waiting for a stop to reach idle. */
   stopRequests: string[];
+  /** The agent's own failure patterns, tried before the built-in ones. */
+  failurePatterns: FailurePattern[];
+  /** The latest time the process actor or a session reported (the supervisor's clock, epoch ms). */
+  now: number;
+  /** When the automatic restarts of the current window began (restart intensity). */
+  restartTimes: number[];
+  /** While `rateLimited`: how long it waits before trying again (null: until a caller's reconnect()). */
+  parkedWaitMs: number | null;
+  /** An auth method to `authenticate` with once the process being started has answered initialize. */
+  pendingAuthMethod: string | null;
+  /** The auth methods the agent offered in its last `initialize` answer. */
+  authMethods: AuthMethodSummary[];
+  /** The supervisor is overloaded: no automatic restart until it is reset. */
+  restartsHeld: boolean;
 }
 
-export type AgentEvent = AgentCommand | ProcessEvent | SessionOpenEvent | RestartRequest | { type: 'session.forget'; key: string };
+export type AgentEvent =
+  | AgentCommand
+  | ProcessEvent
+  | SessionOpenEvent
+  | RestartRequest
+  | AgentFailureReport
+  | RestartHold
+  | { type: 'session.forget'; key: string };
 
 export type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 
@@ -66,19 +100,111 @@ export function settle(
   }
 }
 
-/** A loss or a failed automatic attempt may be retried: attempts left and a retryable error. */
+/**
+ * A loss or a failed automatic attempt may be retried: attempts left, a kind a restart can
+ * fix, and a class whose policy is to retry. (Whether the supervisor holds restarts, and the
+ * restart intensity, are checked by the machine's guards.)
+ */
 export function willRetry(context: AgentContext): boolean {
   return (
     context.autoRetry &&
     context.attempt < context.restart.maxAttempts &&
     context.lastError !== null &&
-    isRetryable(context.lastError.kind)
+    isRetryable(context.lastError.kind) &&
+    policyOf(context, context.lastError)?.action === 'retry'
   );
 }
 
-/** The failure a process actor reported (spawn or handshake), worded for people. */
-export function processFailure(context: AgentContext, event: EventOf<'process.failed'>): AgentFailure {
+/** The policy of a failure's class; none for a failure with no class (refusals, restart_intensity). */
+export function policyOf(context: AgentContext, failure: AgentFailure | null): ClassPolicy | undefined {
+  return failure?.class === undefined ? undefined : context.restart.policies[failure.class];
+}
+
+/** One more automatic restart would exceed the restart intensity. */
+export function exceedsIntensity(context: AgentContext): boolean {
+  return restartsWithin(context.restartTimes, context.restart.periodMs, context.now).length >= context.restart.intensity;
+}
+
+/** How long the `rateLimited` agent waits, from its failure's class policy and reset time. */
+export function waitForLimit(context: AgentContext): number | null {
+  const policy = policyOf(context, context.lastError);
+  return policy ? parkedWaitMs(policy, context.lastError?.retryAt ?? null, context.now) : null;
+}
+
+/** Failures of spawning: no restart can fix them. */
+const spawnKinds: ReadonlySet<string> = new Set(['not_installed', 'spawn_failed', 'workspace_failed']);
+
+/** The failure with its class (read from what it shows), whether it is retried, and when a limit resets. */
+export function classified(context: AgentContext, failure: AgentFailure, phase: FailurePhase, at: number, rpc: { code?: number | null; data?: unknown } = {}): AgentFailure {
+  const evidence: FailureEvidence = {
+    kind: failure.kind,
+    phase,
+    exitCode: failure.exitCode ?? null,
+    signal: failure.signal ?? null,
+    stderr: failure.stderr,
+    detail: failure.detail ?? failure.message,
+    rpcCode: rpc.code ?? null,
+    ...(rpc.data !== undefined ? { rpcData: rpc.data } : {}),
+  };
+  const { class: failureClass, retryAt } = classifyFailure(evidence, context.failurePatterns, at);
+  const policy = context.restart.policies[failureClass] ?? { action: 'retry' };
   return {
+    ...failure,
+    class: failureClass,
+    // A kind no restart can fix (not installed, a spawn error, a workspace) is never retried, whatever the text said.
+    retryable: !spawnKinds.has(failure.kind) && retriesByItself(policy, retryAt),
+    retryAt,
+    ...(failureClass === 'auth' ? { authMethods: context.authMethods } : {}),
+  };
+}
+
+/** The failure a process survived (a session refused, a turn failed), as a session or the runtime reported it. */
+export function reportedFailure(context: AgentContext, event: AgentFailureReport): AgentFailure {
+  const failure: AgentFailure = { kind: event.kind, message: failureMessage(event.kind, context.displayName), detail: event.detail, stderr: [] };
+  return classified(context, failure, event.phase, event.at ?? context.now, { code: event.rpcCode ?? null, data: event.rpcData });
+}
+
+/** The failure recorded when the connection closed during authenticate(): the agent was lost. */
+export function lostDuringAuthentication(context: AgentContext): AgentFailure {
+  const failure: AgentFailure = {
+    kind: 'agent_exited',
+    message: failureMessage('agent_exited', context.displayName),
+    detail: `${context.displayName}'s connection closed during authenticate`,
+    stderr: [],
+  };
+  return classified(context, failure, 'connected', context.now);
+}
+
+/** The failure recorded when the agent refused authenticate(): still class auth, still parked. */
+export function authRefusal(context: AgentContext, error: unknown): AgentFailure {
+  const failure: AgentFailure = {
+    kind: 'auth_required',
+    message: `${context.displayName} refused authentication with ${context.pendingAuthMethod ?? 'that method'}`,
+    detail: describeError(error),
+    stderr: [],
+  };
+  const code = (error as { code?: unknown } | null)?.code;
+  return classified(context, failure, 'session', context.now, { code: typeof code === 'number' ? code : null, data: (error as { data?: unknown } | null)?.data });
+}
+
+/** The failure recorded when the agent restarted more than `restart.intensity` times within `restart.periodMs`. */
+export function intensityFailure(context: AgentContext): AgentFailure {
+  const cause = context.lastError;
+  return {
+    kind: 'restart_intensity',
+    message: failureMessage('restart_intensity', context.displayName),
+    detail: `${context.restart.intensity} automatic restarts within ${context.restart.periodMs} ms; the last failure: ${cause?.detail ?? cause?.message ?? 'unknown'}`,
+    stderr: cause?.stderr ?? [],
+    exitCode: cause?.exitCode ?? null,
+    signal: cause?.signal ?? null,
+    retryable: false,
+    retryAt: null,
+  };
+}
+
+/** The failure a process actor reported (spawn or handshake), worded for people and classified. */
+export function processFailure(context: AgentContext, event: EventOf<'process.failed'>): AgentFailure {
+  return classified(context, {
     kind: event.kind,
     message: failureMessage(event.kind, context.displayName, event.detail),
     detail: event.detail,
@@ -87,23 +213,27 @@ export function processFailure(context: AgentContext, event: EventOf<'process.fa
     signal: event.signal ?? null,
     ...(event.command !== undefined ? { command: event.command } : {}),
     ...(event.installHint !== undefined ? { installHint: event.installHint } : {}),
-  };
+  }, spawnKinds.has(event.kind) ? 'spawn' : 'handshake', event.at ?? context.now, { code: event.rpcCode ?? null });
 }
 
-/** The failure recorded when initialize stays unanswered. */
+/**
+ * The failure recorded when initialize stays unanswered. Its time is the spawn's plus the
+ * timeout: a machine reads no clock, and no event came since the spawn.
+ */
 export function handshakeTimeoutFailure(context: AgentContext): AgentFailure {
-  return {
+  const failure: AgentFailure = {
     kind: 'handshake_timeout',
     message: failureMessage('handshake_timeout', context.displayName),
     detail: `no answer to initialize within ${context.handshakeTimeoutMs} ms`,
     stderr: [],
   };
+  return classified(context, failure, 'handshake', context.now + context.handshakeTimeoutMs);
 }
 
 /** The failure recorded when the process exits; `kind` says in which phase it happened. */
 export function exitFailure(kind: 'handshake_failed' | 'agent_exited', context: AgentContext, exit: EventOf<'process.exited'>): AgentFailure {
   const how = exit.reason === 'stream_closed' ? 'its ACP stream closed' : exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.exitCode ?? 'unknown'}`;
-  return {
+  const failure: AgentFailure = {
     kind,
     message: failureMessage(kind, context.displayName),
     detail: `${context.displayName} process ended (${how})`,
@@ -111,4 +241,5 @@ export function exitFailure(kind: 'handshake_failed' | 'agent_exited', context: 
     exitCode: exit.exitCode,
     signal: exit.signal,
   };
+  return classified(context, failure, kind === 'agent_exited' ? 'connected' : 'handshake', exit.at ?? context.now);
 }

@@ -4,11 +4,12 @@
  */
 import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
-import type { AgentErrorKind, AgentFailure, CommandResult } from '../core/errors.js';
+import type { AgentErrorKind, AgentFailure, AuthMethodSummary, CommandResult } from '../core/errors.js';
+import type { FailurePattern, FailurePhase } from '../core/failure-class.js';
 import type { RestartPolicy } from './policies/backoff.policy.js';
 
 /** The agent lifecycle's top-level states, which are also its status strings. */
-export type AgentStatus = 'idle' | 'starting' | 'connected' | 'disconnected' | 'reconnecting' | 'stopping';
+export type AgentStatus = 'idle' | 'starting' | 'connected' | 'disconnected' | 'reconnecting' | 'stopping' | 'needsAuth' | 'rateLimited';
 
 /** Statuses in which an agent holds, or is about to hold, a live process. */
 export const liveStatuses: ReadonlySet<AgentStatus> = new Set<AgentStatus>(['starting', 'connected', 'reconnecting', 'stopping']);
@@ -27,6 +28,10 @@ export interface AgentMachineInput extends AgentTimings {
   displayName: string;
   /** Seed of the agent's jitter rolls (see policies/backoff.policy.ts). */
   jitterSeed: number;
+  /** The agent's own failure patterns (its spec's, a preset's), tried before the built-in ones. */
+  failurePatterns: FailurePattern[];
+  /** The supervisor holds automatic restarts (it is overloaded) since before this agent was added. */
+  restartsHeld: boolean;
 }
 
 /**
@@ -39,6 +44,8 @@ export type AgentCommand =
   | { type: 'ensure'; requestId?: string }
   | { type: 'reconnect'; requestId?: string }
   | { type: 'stop'; requestId?: string }
+  /** authenticate(): the agent's ACP `authenticate` with one of its auth methods; answered once connected. */
+  | { type: 'authenticate'; methodId: string; requestId?: string }
   /** While stopping: skip to the ladder's last rung (SIGKILL) now — a second interrupt. */
   | { type: 'forceStop' };
 
@@ -47,6 +54,25 @@ export interface RestartRequest {
   type: 'restart';
   sessionId: string;
 }
+
+/**
+ * A failure the agent's process survived — `session/new` or `session/load` refused, a prompt
+ * turn that failed — reported by the runtime and by sessions, so that the agent machine can
+ * classify it: a login or a limit parks the agent; any other class leaves it connected.
+ */
+export interface AgentFailureReport {
+  type: 'agent.failure';
+  phase: Extract<FailurePhase, 'session' | 'turn'>;
+  kind: AgentErrorKind;
+  detail: string;
+  rpcCode?: number | null;
+  rpcData?: unknown;
+  /** When it happened (the supervisor's clock, epoch ms); without it, the last known time. */
+  at?: number;
+}
+
+/** The supervisor holds automatic restarts while it is overloaded, and releases them when it is reset. */
+export type RestartHold = { type: 'restarts.hold' } | { type: 'restarts.release' };
 
 /** Failure report of a process actor, before the machine words it for people. */
 export interface ProcessFailureReport {
@@ -59,18 +85,30 @@ export interface ProcessFailureReport {
   /** With kind `not_installed`: the command and how to install it. */
   command?: string;
   installHint?: string;
+  /** The JSON-RPC error code, when `initialize` was answered with an error. */
+  rpcCode?: number | null;
 }
 
-/** What a process actor reports to the agent machine that spawned it. */
+/**
+ * What a process actor reports to the agent machine that spawned it. `at` is when (the
+ * supervisor's clock, epoch ms): the machine reads no clock, so failure classes' reset times
+ * and the restart intensity count from these; without it the last known time stands.
+ */
 export type ProcessEvent =
   /** The agent runs: its own pid on this host, and the containment it runs in. */
-  | { type: 'process.spawned'; pid: number; containment: ContainmentKind | null }
+  | { type: 'process.spawned'; pid: number; containment: ContainmentKind | null; at?: number }
   | { type: 'process.initialized'; initialize: InitializeResponse }
-  | ({ type: 'process.failed' } & ProcessFailureReport)
+  | ({ type: 'process.failed'; at?: number } & ProcessFailureReport)
   /** The ACP stream closed; the exit (or a kill after a grace) follows. */
   | { type: 'process.connectionClosed' }
   /** Sent once, when no process of the agent's group is left (or none ever started). */
-  | { type: 'process.exited'; exitCode: number | null; signal: string | null; stderr: string[]; reason: 'exit' | 'stream_closed' };
+  | { type: 'process.exited'; exitCode: number | null; signal: string | null; stderr: string[]; reason: 'exit' | 'stream_closed'; at?: number };
+
+/** Input of the authenticate actor: which agent, with which of its auth methods. */
+export interface AuthenticateInput {
+  agent: string;
+  methodId: string;
+}
 
 /** Input of the process actor: which agent to launch (the spec is looked up by the runtime). */
 export interface AgentProcessInput {
@@ -92,10 +130,19 @@ export interface CommandSettled {
 export type AgentReport =
   | { type: 'agent.status'; agent: string; status: AgentStatus; retrying?: boolean }
   | { type: 'agent.error'; agent: string; failure: AgentFailure }
-  | { type: 'agent.settled'; settled: CommandSettled };
+  | { type: 'agent.settled'; settled: CommandSettled }
+  /** An automatic restart begins (counted by the supervisor's intensity). */
+  | { type: 'agent.restarting'; agent: string; at: number }
+  | AgentParked;
+
+/** The agent parked: it waits for a login (`needsAuth`) or for a limit to reset (`rateLimited`). */
+export type AgentParked =
+  | { type: 'agent.needsAuth'; agent: string; failure: AgentFailure; authMethods: AuthMethodSummary[] }
+  | { type: 'agent.rateLimited'; agent: string; failure: AgentFailure; retryAt: number | null };
 
 /** What an agent machine emits to `actor.on(...)` listeners. */
 export type AgentEmitted =
   | { type: 'status'; agent: string; status: AgentStatus }
   | { type: 'error'; agent: string; failure: AgentFailure }
+  | AgentParked
   | CommandSettled;

@@ -1,8 +1,11 @@
 /**
  * The agent lifecycle as a statechart: idle → starting → connected ⇄ disconnected →
- * reconnecting, and stopping from any live state. Pure: the process actor is referenced
- * by name (`agentProcess`) and plugged in with `.provide()` by the runtime; every delay is
- * named and computed from context, so a SimulatedClock drives it in tests.
+ * reconnecting, and stopping from any live state; a failure whose class (docs/failures.md)
+ * a restart cannot fix parks the agent in `needsAuth` (a login) or `rateLimited` (a usage or
+ * rate limit, until it resets), and restarts beyond the restart intensity give up. Pure: the
+ * process actor is referenced by name (`agentProcess`) and plugged in with `.provide()` by
+ * the runtime; every delay is named and computed from context, so a SimulatedClock drives it
+ * in tests.
  *
  * It decides every outcome a caller sees: each command that carries a `requestId` is
  * answered once with `command.settled` — a start when the agent connects, fails for good
@@ -13,13 +16,48 @@
  * `starting` state (it is the same process once `connected`) and is released with
  * `stopChild`, whose cleanup kills the process group if it is still there.
  */
-import { assign, enqueueActions, fromCallback, sendTo, setup, stopChild } from 'xstate';
+import { assign, enqueueActions, fromCallback, fromPromise, sendTo, setup, stopChild } from 'xstate';
 import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import { failures, type AgentFailure } from '../core/errors.js';
-import { exitFailure, sessionActorId, settle, willRetry, type AgentContext, type AgentEvent } from './agent-context.js';
-import type { AgentEmitted, AgentMachineInput, AgentProcessInput, AgentReport, AgentStatus, ProcessCommand, ProcessEvent } from './agent-events.js';
-import { handshakeTimeoutTransition, handshakeTransitions, joinStart, requestIdOf, stopTransition } from './agent-transitions.js';
+import {
+  authRefusal,
+  exceedsIntensity,
+  lostDuringAuthentication,
+  exitFailure,
+  intensityFailure,
+  policyOf,
+  reportedFailure,
+  sessionActorId,
+  settle,
+  waitForLimit,
+  willRetry,
+  type AgentContext,
+  type AgentEvent,
+  type EventOf,
+} from './agent-context.js';
+import type {
+  AgentEmitted,
+  AgentMachineInput,
+  AgentProcessInput,
+  AgentReport,
+  AgentStatus,
+  AuthenticateInput,
+  ProcessCommand,
+  ProcessEvent,
+} from './agent-events.js';
+import {
+  authenticateTransitions,
+  handshakeTimeoutTransition,
+  handshakeTransitions,
+  joinStart,
+  parkedProcessExit,
+  parkedReconnect,
+  recordSpawnTransition,
+  requestIdOf,
+  stopTransition,
+} from './agent-transitions.js';
+import { restartsWithin, type ClassAction } from './policies/class-policy.js';
 import { backoffDelay, jitterRoll } from './policies/backoff.policy.js';
 import type { SessionMachineInput } from './session-events.js';
 import { sessionMachine } from './session.machine.js';
@@ -31,6 +69,21 @@ const processActorPlaceholder = fromCallback<ProcessCommand, AgentProcessInput, 
   throw new Error('agentMachine needs the agentProcess actor: use .provide({ actors: { agentProcess } })');
 });
 
+/** Placeholder for the authenticate actor (ACP `authenticate` over the live connection). */
+const authenticatePlaceholder = fromPromise<void, AuthenticateInput>(() => {
+  throw new Error('agentMachine needs the authenticate actor: use .provide({ actors: { authenticate } })');
+});
+
+/** Whether a session's or a turn's failure parks the agent (`action`), by its class's policy. */
+const failureParks = (context: AgentContext, event: AgentEvent, action: ClassAction) =>
+  event.type === 'agent.failure' && policyOf(context, reportedFailure(context, event))?.action === action;
+
+/** The failure a session or the runtime reported, as the action's params. */
+const reportedFailureParams = ({ context, event }: { context: AgentContext; event: AgentEvent }) => ({
+  failure: reportedFailure(context, event as EventOf<'agent.failure'>),
+  at: (event as EventOf<'agent.failure'>).at,
+});
+
 export const agentMachine = setup({
   types: {
     context: {} as AgentContext,
@@ -38,17 +91,32 @@ export const agentMachine = setup({
     input: {} as AgentMachineInput,
     emitted: {} as AgentEmitted,
   },
-  actors: { agentProcess: processActorPlaceholder, session: sessionMachine },
+  actors: { agentProcess: processActorPlaceholder, session: sessionMachine, authenticate: authenticatePlaceholder },
   delays: {
     backoff: ({ context }) => backoffDelay(context.attempt, context.restart, context.restart.jitter > 0 ? jitterRoll(context.jitterSeed, context.attempt) : 0),
     handshakeTimeout: ({ context }) => context.handshakeTimeoutMs,
     stableUptime: ({ context }) => context.restart.stableAfterMs,
     shutdownTimeout: ({ context }) => context.shutdownTimeoutMs,
     killTimeout: ({ context }) => context.killTimeoutMs,
+    limitWait: ({ context }) => context.parkedWaitMs ?? 0,
   },
   guards: {
-    /** A loss or a failed automatic attempt may be retried: attempts left, retryable kind. */
-    canRetry: ({ context }) => willRetry(context),
+    /** A loss or a failed automatic attempt may be retried: attempts left, a class that retries, restarts not held. */
+    canRetry: ({ context }) => willRetry(context) && !context.restartsHeld,
+    /** It would be retried, but one more restart exceeds the restart intensity. */
+    exceedsIntensity: ({ context }) => willRetry(context) && !context.restartsHeld && exceedsIntensity(context),
+    /** The failure just recorded is of a class that waits for a login. */
+    parksForAuth: ({ context }) => policyOf(context, context.lastError)?.action === 'needsAuth',
+    /** The failure just recorded is of a class that waits for a limit to reset. */
+    parksForLimit: ({ context }) => policyOf(context, context.lastError)?.action === 'rateLimited',
+    failureParksForAuth: ({ context, event }) => failureParks(context, event, 'needsAuth'),
+    failureParksForLimit: ({ context, event }) => failureParks(context, event, 'rateLimited'),
+    hasPendingAuth: ({ context }) => context.pendingAuthMethod !== null,
+    /** The limit's reset time (or the class's wait) is known: wait it out. */
+    hasLimitWait: ({ context }) => context.parkedWaitMs !== null,
+    restartsHeld: ({ context }) => context.restartsHeld,
+    /** authenticate failed because the connection closed (agent_exited), not because the agent refused. */
+    connectionLost: ({ event }) => (event as { error?: { kind?: unknown } }).error?.kind === 'agent_exited',
     hasNoProcess: ({ context }) => !context.processRunning,
     /** Somebody asked for a start while the agent was stopping. */
     hasStartRequests: ({ context }) => context.startRequests.length > 0,
@@ -58,8 +126,11 @@ export const agentMachine = setup({
     reportStatus: enqueueActions(({ enqueue, context, self }, params: { status: AgentStatus }) => {
       enqueue.assign({ status: params.status });
       enqueue.emit({ type: 'status', agent: context.name, status: params.status });
-      // `retrying`: this disconnected agent is about to reconnect (the parent counts it as live).
-      const retrying = params.status === 'disconnected' && willRetry(context);
+      // `retrying`: this agent is about to start a process by itself (the parent counts it as live).
+      const retrying =
+        (params.status === 'disconnected' && willRetry(context) && !context.restartsHeld) ||
+        ((params.status === 'needsAuth' || params.status === 'rateLimited') && context.processRunning) ||
+        (params.status === 'rateLimited' && context.parkedWaitMs !== null);
       if (self._parent) enqueue.sendParent({ type: 'agent.status', agent: context.name, status: params.status, retrying } satisfies AgentReport);
     }),
     /** Every way into `disconnected` is a failure: report the one just recorded. */
@@ -69,6 +140,53 @@ export const agentMachine = setup({
       enqueue.emit({ type: 'error', agent: context.name, failure });
       if (self._parent) enqueue.sendParent({ type: 'agent.error', agent: context.name, failure } satisfies AgentReport);
     }),
+    /** The agent parked: tell listeners what it waits for. */
+    reportParked: enqueueActions(({ enqueue, context, self }, params: { status: 'needsAuth' | 'rateLimited' }) => {
+      const failure = context.lastError;
+      if (!failure) return;
+      const parked: AgentReport =
+        params.status === 'needsAuth'
+          ? { type: 'agent.needsAuth', agent: context.name, failure, authMethods: context.authMethods }
+          : { type: 'agent.rateLimited', agent: context.name, failure, retryAt: failure.retryAt ?? null };
+      enqueue.emit(parked as AgentEmitted);
+      if (self._parent) enqueue.sendParent(parked);
+    }),
+    /** A start on a parked agent is answered at once with what it waits for. */
+    refuseWithLastError: enqueueActions(({ enqueue, context, self }, params: { requestId: string | undefined }) => {
+      if (params.requestId !== undefined && context.lastError) settle(enqueue, context, self, [params.requestId], { ok: false, failure: context.lastError });
+    }),
+    /** The agent was lost while authenticate() ran: its callers fail with the loss now (a restart would not log in). */
+    failStarts: enqueueActions(({ enqueue, context, self }) => {
+      if (context.lastError) settle(enqueue, context, self, context.startRequests, { ok: false, failure: context.lastError });
+      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
+    }),
+    /** Parked: the waiting starts fail with what it waits for. */
+    settleStartsParked: enqueueActions(({ enqueue, context, self }) => {
+      if (!context.lastError) return;
+      settle(enqueue, context, self, context.startRequests, { ok: false, failure: context.lastError });
+      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
+    }),
+    /** Too many automatic restarts in the window: give up with kind restart_intensity. */
+    giveUpForIntensity: enqueueActions(({ enqueue, context, self }) => {
+      const failure = intensityFailure(context);
+      enqueue.assign({ lastError: failure, autoRetry: false });
+      enqueue.emit({ type: 'error', agent: context.name, failure });
+      if (self._parent) enqueue.sendParent({ type: 'agent.error', agent: context.name, failure } satisfies AgentReport);
+      settle(enqueue, context, self, context.startRequests, { ok: false, failure });
+      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
+    }),
+    /** An automatic restart begins: counted for the restart intensity, here and by the supervisor. */
+    recordRestart: enqueueActions(({ enqueue, context, self }) => {
+      enqueue.assign({ restartTimes: [...restartsWithin(context.restartTimes, context.restart.periodMs, context.now), context.now] });
+      if (self._parent) enqueue.sendParent({ type: 'agent.restarting', agent: context.name, at: context.now } satisfies AgentReport);
+    }),
+    holdRestarts: assign({ restartsHeld: true }),
+    releaseRestarts: assign({ restartsHeld: false }),
+    setPendingAuth: assign({ pendingAuthMethod: ({ event }) => (event.type === 'authenticate' ? event.methodId : null) }),
+    clearPendingAuth: assign({ pendingAuthMethod: null }),
+    clearFailure: assign({ lastError: null }),
+    /** How long the rateLimited agent waits, from its failure's reset time and class policy. */
+    computeLimitWait: assign({ parkedWaitMs: ({ context }) => waitForLimit(context) }),
     addStartRequest: assign({
       startRequests: ({ context }, params: { requestId: string | undefined }) =>
         params.requestId === undefined ? context.startRequests : [...context.startRequests, params.requestId],
@@ -86,16 +204,19 @@ export const agentMachine = setup({
       settle(enqueue, context, self, context.startRequests, { ok: true });
       enqueue.assign({ startRequests: [] });
     }),
-    /** The agent is being stopped: the waiting starts end with kind `stopped`. */
+    /** The agent is being stopped: the waiting starts end with kind `stopped` (an authenticate() among them too). */
     settleStartsStopped: enqueueActions(({ enqueue, context, self }) => {
       settle(enqueue, context, self, context.startRequests, { ok: false, failure: failures.stoppedBeforeConnected(context.name) });
-      enqueue.assign({ startRequests: [] });
+      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
     }),
-    /** Disconnected for good (no automatic retry follows): the waiting starts fail with its error. */
+    /**
+     * Disconnected for good (no automatic retry follows): the waiting starts fail with its
+     * error, an authenticate() among them too (its method is not kept for a later start).
+     */
     settleStartsIfGivingUp: enqueueActions(({ enqueue, context, self }) => {
       if (willRetry(context) || !context.lastError) return;
       settle(enqueue, context, self, context.startRequests, { ok: false, failure: context.lastError });
-      enqueue.assign({ startRequests: [] });
+      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
     }),
     settleStops: enqueueActions(({ enqueue, context, self }) => {
       settle(enqueue, context, self, context.stopRequests, { ok: true });
@@ -110,10 +231,18 @@ export const agentMachine = setup({
       enqueue(stopChild('process'));
       enqueue.assign({ processRunning: false, connectionOpen: false, pid: null, containment: null, initialize: null });
     }),
-    recordSpawn: assign((_, params: { pid: number; containment: ContainmentKind | null }) => ({ pid: params.pid, containment: params.containment })),
-    recordConnection: assign({ initialize: (_, params: { initialize: InitializeResponse }) => params.initialize, lastError: null }),
+    recordSpawn: assign(({ context }, params: { pid: number; containment: ContainmentKind | null; at: number | undefined }) => ({
+      pid: params.pid,
+      containment: params.containment,
+      now: params.at ?? context.now,
+    })),
+    recordConnection: assign((_, params: { initialize: InitializeResponse }) => ({
+      initialize: params.initialize,
+      lastError: null,
+      authMethods: (params.initialize.authMethods ?? []).map((method) => ({ id: method.id, name: method.name, description: method.description ?? null })),
+    })),
     markConnectionClosed: assign({ connectionOpen: false }),
-    recordFailure: assign({ lastError: (_, params: { failure: AgentFailure }) => params.failure }),
+    recordFailure: assign(({ context }, params: { failure: AgentFailure; at?: number }) => ({ lastError: params.failure, now: params.at ?? context.now })),
     countAttempt: assign({ attempt: ({ context }) => context.attempt + 1 }),
     /** Stopped agents start afresh: no error, no attempts counted. */
     forgetFailures: assign({ attempt: 0, lastError: null }),
@@ -166,6 +295,11 @@ export const agentMachine = setup({
     sessionKeys: [],
     startRequests: [],
     stopRequests: [],
+    now: 0,
+    restartTimes: [],
+    parkedWaitMs: null,
+    pendingAuthMethod: null,
+    authMethods: [],
   }),
   initial: 'idle',
   on: {
@@ -173,6 +307,12 @@ export const agentMachine = setup({
       actions: { type: 'forgetSession', params: ({ event }) => ({ key: event.key }) },
       description: 'A session was closed: drop its actor.',
     },
+    'process.connectionClosed': {
+      actions: 'markConnectionClosed',
+      description: 'The ACP stream closed (connected, or parked with its process): the exit is on its way.',
+    },
+    'restarts.hold': { actions: 'holdRestarts', description: 'The supervisor is overloaded: no automatic restart until it is reset.' },
+    'restarts.release': { actions: 'releaseRestarts', description: 'The supervisor was reset: automatic restarts resume.' },
   },
   states: {
     idle: {
@@ -196,6 +336,11 @@ export const agentMachine = setup({
           target: 'starting',
           actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
           description: 'reconnect() of an idle agent starts it, as ensureAgent() does.',
+        },
+        authenticate: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart', 'setPendingAuth'],
+          description: 'authenticate(): start the agent, then authenticate once initialize is answered.',
         },
         stop: { actions: { type: 'answerNow', params: requestIdOf }, description: 'Already stopped.' },
       },
@@ -224,11 +369,35 @@ export const agentMachine = setup({
         stable: { description: 'Up for stableAfterMs; the attempt counter is back at 0.' },
       },
       on: {
-        'process.connectionClosed': { actions: 'markConnectionClosed', description: 'The ACP stream closed; the exit is on its way.' },
         'process.exited': {
           target: 'disconnected',
-          actions: [{ type: 'recordFailure', params: ({ context, event }) => ({ failure: exitFailure('agent_exited', context, event) }) }, 'releaseProcess', 'allowAutoRetry', 'failSessions'],
+          actions: [
+            { type: 'recordFailure', params: ({ context, event }) => ({ failure: exitFailure('agent_exited', context, event), at: event.at }) },
+            'releaseProcess',
+            'allowAutoRetry',
+            'failSessions',
+          ],
           description: 'The process exited or its ACP stream closed: the agent was lost.',
+        },
+        'agent.failure': [
+          {
+            guard: 'failureParksForAuth',
+            target: 'needsAuth',
+            actions: [{ type: 'recordFailure', params: reportedFailureParams }, 'reportFailure'],
+            description: 'A session or a turn was refused for want of a login: park (the process stays, for authenticate()).',
+          },
+          {
+            guard: 'failureParksForLimit',
+            target: 'rateLimited',
+            actions: [{ type: 'recordFailure', params: reportedFailureParams }, 'reportFailure'],
+            description: 'A session or a turn hit a usage or rate limit: park until it resets (the process stays).',
+          },
+          { description: 'Any other class: the session that failed reports it; the agent stays connected.' },
+        ],
+        authenticate: {
+          target: 'needsAuth.authenticating',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
+          description: 'authenticate() on a connected agent: over its connection.',
         },
         ensure: [
           { guard: 'connectionIsOpen', actions: { type: 'answerNow', params: requestIdOf }, description: 'Already connected: the same connection.' },
@@ -252,17 +421,31 @@ export const agentMachine = setup({
     disconnected: {
       description: 'No process. Retries automatically after a loss while attempts remain; otherwise waits for a caller.',
       entry: [{ type: 'reportStatus', params: { status: 'disconnected' } }, 'reportFailure', 'settleStartsIfGivingUp'],
-      always: {
-        guard: 'canRetry',
-        target: 'reconnecting',
-        actions: 'countAttempt',
-        description: 'Lost after connecting, or an automatic attempt failed, with attempts left and a retryable error.',
-      },
+      always: [
+        {
+          guard: 'exceedsIntensity',
+          actions: 'giveUpForIntensity',
+          description: 'It would restart, but more than restart.intensity automatic restarts within periodMs: give up (restart_intensity).',
+        },
+        {
+          guard: 'canRetry',
+          target: 'reconnecting',
+          actions: ['countAttempt', 'recordRestart'],
+          description: 'Lost after connecting, or an automatic attempt failed, with attempts left and a class that retries.',
+        },
+        { guard: 'parksForAuth', target: 'needsAuth', description: 'A failure of class auth: wait for a login.' },
+        { guard: 'parksForLimit', target: 'rateLimited', description: 'A usage or rate limit: wait for it to reset.' },
+      ],
       on: {
         ensure: {
           target: 'starting',
           actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
           description: 'ensureAgent(): a fresh start, reported to the caller.',
+        },
+        authenticate: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart', 'setPendingAuth'],
+          description: 'authenticate(): start afresh, then authenticate once initialize is answered.',
         },
         reconnect: {
           target: 'reconnecting.spawning',
@@ -279,13 +462,39 @@ export const agentMachine = setup({
       states: {
         waiting: {
           description: 'Backoff timer pending: min(initialDelayMs · factor^(attempt−1), maxDelayMs).',
-          after: { backoff: { target: 'spawning', description: 'The backoff delay elapsed.' } },
+          after: {
+            backoff: [
+              { guard: 'restartsHeld', target: 'held', description: 'The delay elapsed, but the supervisor holds automatic restarts.' },
+              { target: 'spawning', description: 'The backoff delay elapsed.' },
+            ],
+          },
           on: {
             reconnect: {
               target: 'spawning',
               actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
               description: 'reconnect(): cancel the timer, reset the count, spawn now.',
             },
+          },
+        },
+        held: {
+          description: 'The supervisor is overloaded: this automatic restart waits until it is reset (or a caller reconnects).',
+          on: {
+            'restarts.release': { target: 'spawning', actions: 'releaseRestarts', description: 'The supervisor was reset: restart now.' },
+            reconnect: {
+              target: 'spawning',
+              actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+              description: 'reconnect(): a caller\'s start is not held.',
+            },
+          },
+        },
+        replacing: {
+          description: 'reconnect() or authenticate() of a parked agent whose process still runs: kill it, then spawn afresh.',
+          entry: 'killProcess',
+          on: {
+            'process.exited': { target: 'spawning', actions: 'releaseProcess', description: 'The old process is gone.' },
+          },
+          after: {
+            killTimeout: { target: 'spawning', actions: 'releaseProcess', description: 'Not gone within killTimeoutMs: release it and spawn anyway.' },
           },
         },
         spawning: {
@@ -336,12 +545,125 @@ export const agentMachine = setup({
         },
       },
       on: {
-        'process.spawned': { actions: { type: 'recordSpawn', params: ({ event }) => ({ pid: event.pid, containment: event.containment }) } },
+        'process.spawned': recordSpawnTransition(),
         'process.exited': { target: 'idle', actions: 'releaseProcess', description: 'No process of the group is left.' },
         forceStop: { target: '.killing', description: 'A forced shutdown (a second signal): SIGKILL now, without waiting out the earlier rungs.' },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
         reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
+        authenticate: {
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
+          description: 'authenticate() while stopping: the start begins once the agent is idle, then authenticates.',
+        },
         stop: { actions: { type: 'addStopRequest', params: requestIdOf }, description: 'Already stopping: answered once idle.' },
+      },
+    },
+    needsAuth: {
+      description: 'Parked: the agent needs a login. No automatic retry; authenticate() or reconnect() leaves.',
+      entry: { type: 'reportStatus', params: { status: 'needsAuth' } },
+      initial: 'waiting',
+      states: {
+        waiting: {
+          description: 'Waiting for authenticate() or reconnect() (after logging in outside, e.g. `claude /login`).',
+          entry: ['settleStartsParked', { type: 'reportParked', params: { status: 'needsAuth' } }],
+          on: {
+            authenticate: authenticateTransitions('authenticate():'),
+            reconnect: parkedReconnect('reconnect(): the login was made outside.'),
+            ensure: { actions: { type: 'refuseWithLastError', params: requestIdOf }, description: 'ensureAgent(): refused at once with the auth failure.' },
+            'process.exited': parkedProcessExit('The process ended while parked: stay parked.'),
+          },
+        },
+        authenticating: {
+          description: 'The agent\'s ACP authenticate with the chosen method, over its connection.',
+          invoke: {
+            id: 'authenticate',
+            src: 'authenticate',
+            input: ({ context }) => ({ agent: context.name, methodId: context.pendingAuthMethod ?? '' }),
+            onDone: { target: '#agent.connected', actions: ['clearPendingAuth', 'clearFailure'], description: 'Authenticated: connected.' },
+            onError: [
+              {
+                guard: 'connectionLost',
+                target: '#agent.disconnected',
+                actions: [
+                  { type: 'recordFailure', params: ({ context }) => ({ failure: lostDuringAuthentication(context) }) },
+                  'releaseProcess',
+                  'allowAutoRetry',
+                  'failSessions',
+                  'failStarts',
+                ],
+                description: 'The connection closed during authenticate: the agent was lost (its exit follows).',
+              },
+              {
+                target: 'waiting',
+                actions: [
+                  'clearPendingAuth',
+                  { type: 'recordFailure', params: ({ context, event }) => ({ failure: authRefusal(context, event.error) }) },
+                  'reportFailure',
+                ],
+                description: 'The agent refused the login: still parked.',
+              },
+            ],
+          },
+          on: {
+            ...joinStart('authenticate() is under way: wait for its outcome.'),
+            'process.exited': {
+              target: '#agent.disconnected',
+              actions: [
+                { type: 'recordFailure', params: ({ context, event }) => ({ failure: exitFailure('agent_exited', context, event), at: event.at }) },
+                'releaseProcess',
+                'allowAutoRetry',
+                'failSessions',
+                'failStarts',
+              ],
+              description: 'The process was lost during authenticate: its callers learn it now; the restart policy goes on without the login.',
+            },
+          },
+        },
+      },
+      on: {
+        stop: stopTransition('stop(): leaves the parked state, goes idle.'),
+      },
+    },
+    rateLimited: {
+      description: 'Parked: a usage or rate limit. Waits until it resets (a delay from the reset time, capped), or for reconnect().',
+      entry: ['computeLimitWait', { type: 'reportStatus', params: { status: 'rateLimited' } }, 'settleStartsParked', { type: 'reportParked', params: { status: 'rateLimited' } }],
+      initial: 'choosing',
+      states: {
+        choosing: {
+          description: 'Is the reset time (or the class\'s wait) known?',
+          always: [{ guard: 'hasLimitWait', target: 'waiting' }, { target: 'held' }],
+        },
+        waiting: {
+          description: 'Until the limit resets: parkedWaitMs from its reset time, capped by the class\'s maxWaitMs.',
+          after: {
+            limitWait: [
+              { guard: 'connectionIsOpen', target: '#agent.connected', description: 'The limit reset; the process is still there: connected again.' },
+              { guard: 'restartsHeld', target: '#agent.reconnecting.held', actions: 'allowAutoRetry', description: 'The limit reset, but the supervisor holds restarts.' },
+              {
+                guard: 'hasNoProcess',
+                target: '#agent.reconnecting.spawning',
+                actions: ['allowAutoRetry', 'recordRestart'],
+                description: 'The limit reset: start the agent again.',
+              },
+              { target: '#agent.reconnecting.replacing', actions: ['allowAutoRetry', 'recordRestart'], description: 'The limit reset; its old process is ending: replace it.' },
+            ],
+          },
+        },
+        held: { description: 'No reset time known and no wait in the class\'s policy: waits for reconnect().' },
+      },
+      on: {
+        reconnect: [
+          {
+            guard: 'connectionIsOpen',
+            target: 'connected',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+            description: 'reconnect(): stop waiting; the process is still there.',
+          },
+          ...parkedReconnect('reconnect(): stop waiting.'),
+        ],
+        authenticate: authenticateTransitions('authenticate() of a rate-limited agent:'),
+        ensure: { actions: { type: 'refuseWithLastError', params: requestIdOf }, description: 'ensureAgent(): refused at once with the limit (and retryAt).' },
+        'process.exited': parkedProcessExit('The process ended while parked: stay parked.'),
+        stop: stopTransition('stop(): leaves the parked state, goes idle.'),
       },
     },
   },

@@ -25,6 +25,11 @@ export interface SessionMachineInput {
 export interface SessionFailure {
   kind: AgentErrorKind;
   message: string;
+  /** When the agent answered the request with an error: its JSON-RPC code and data (for the failure classes). */
+  rpcCode?: number | null;
+  rpcData?: unknown;
+  /** When it failed (the supervisor's clock, epoch ms). */
+  at?: number;
 }
 
 export type SessionEvent =

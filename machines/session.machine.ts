@@ -11,7 +11,7 @@
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import type { StopReason } from '../core/acp-types.js';
 import { failures, type AgentFailure } from '../core/errors.js';
-import type { RestartRequest } from './agent-events.js';
+import type { AgentFailureReport, RestartRequest } from './agent-events.js';
 import type {
   LoadSessionInput,
   PromptTurnCommand,
@@ -112,6 +112,23 @@ export const sessionMachine = setup({
     }),
     /** session/cancel for the running turn; it then ends with stop reason `cancelled`. */
     cancelTurn: sendTo('promptTurn', { type: 'cancel' } satisfies PromptTurnCommand),
+    /**
+     * The agent answered the prompt with an error: its agent classifies it (a login or a limit
+     * parks the agent, docs/failures.md). A lost process is the agent's own news, not reported.
+     */
+    reportTurnFailure: enqueueActions(({ enqueue, self }, params: { failure: SessionFailure }) => {
+      const { failure } = params;
+      if (!self._parent || (failure.kind !== 'auth_required' && failure.kind !== 'protocol_error')) return;
+      enqueue.sendParent({
+        type: 'agent.failure',
+        phase: 'turn',
+        kind: failure.kind,
+        detail: failure.message,
+        rpcCode: failure.rpcCode ?? null,
+        ...(failure.rpcData !== undefined ? { rpcData: failure.rpcData } : {}),
+        ...(failure.at !== undefined ? { at: failure.at } : {}),
+      } satisfies AgentFailureReport);
+    }),
     /** The agent machine kills the process through its own path; the turn fails with agent_exited. */
     requestAgentRestart: sendParent(({ context }) => ({ type: 'restart', sessionId: context.sessionId }) satisfies RestartRequest),
   },
@@ -160,8 +177,11 @@ export const sessionMachine = setup({
         },
         'turn.failed': {
           target: 'failed',
-          actions: { type: 'recordFailure', params: ({ event }) => ({ failure: event.failure }) },
-          description: 'session/prompt failed or the connection closed.',
+          actions: [
+            { type: 'recordFailure', params: ({ event }) => ({ failure: event.failure }) },
+            { type: 'reportTurnFailure', params: ({ event }) => ({ failure: event.failure }) },
+          ],
+          description: 'session/prompt failed or the connection closed; an error answer goes to the agent to classify.',
         },
         cancel: { actions: 'cancelTurn', description: 'session.cancel() or the prompt\'s signal: session/cancel.' },
         prompt: refuse('sessionBusy', 'A turn is already running: session_busy.'),

@@ -1,16 +1,27 @@
 /**
  * The supervisor: owns one agent actor per registered agent, forwards commands to it,
  * enforces `maxAgents`, and shuts everything down. `running` → `shuttingDown` → `stopped`
- * (final), reached only once every agent is idle, i.e. every process has exited.
+ * (final), reached only once every agent is idle, i.e. every process has exited. While
+ * running it counts its agents' automatic restarts: more than `overload.intensity` within
+ * `overload.periodMs` and it escalates (OTP's restart intensity, supervisor-wide) — it is
+ * `overloaded` and holds every automatic restart until `resetOverload()`.
  *
  * Every command carries a `requestId` and is answered exactly once with `command.settled`:
  * by this machine when it refuses (unknown agent, agent limit, shutting down), otherwise by
  * the agent (relayed from its `agent.settled` report).
  */
-import { emit, enqueueActions, setup } from 'xstate';
-import { failures, type AgentFailure } from '../core/errors.js';
+import { assign, emit, enqueueActions, setup } from 'xstate';
+import { failures, type AgentFailure, type AuthMethodSummary } from '../core/errors.js';
+import type { FailurePattern } from '../core/failure-class.js';
 import { agentMachine } from './agent.machine.js';
 import { liveStatuses, type AgentReport, type AgentStatus, type AgentTimings, type CommandSettled } from './agent-events.js';
+import { restartsWithin } from './policies/class-policy.js';
+
+/** The supervisor-wide restart intensity: more than `intensity` automatic restarts of all agents within `periodMs`. */
+export interface OverloadPolicy {
+  intensity: number;
+  periodMs: number;
+}
 
 export interface SupervisedAgent {
   displayName: string;
@@ -22,23 +33,40 @@ export interface SupervisedAgent {
 export interface SupervisorContext {
   maxAgents: number;
   timings: AgentTimings;
+  overload: OverloadPolicy;
   agents: Record<string, SupervisedAgent>;
+  /** When the automatic restarts of the current window began, all agents together. */
+  restartTimes: number[];
 }
 
 export interface SupervisorInput {
   maxAgents: number;
   timings: AgentTimings;
+  overload: OverloadPolicy;
+}
+
+/** What one agent is registered with: its own stop timings (a spec's), its failure patterns. */
+export interface AgentRegistration {
+  type: 'agent.register';
+  agent: string;
+  displayName: string;
+  jitterSeed: number;
+  timings?: Partial<Pick<AgentTimings, 'handshakeTimeoutMs' | 'shutdownTimeoutMs' | 'killTimeoutMs'>>;
+  failurePatterns?: FailurePattern[];
 }
 
 /** A command for one agent, answered with `command.settled` carrying its `requestId`. */
 export type AgentCommandEvent =
   | { type: 'agent.ensure'; agent: string; requestId: string }
   | { type: 'agent.reconnect'; agent: string; requestId: string }
-  | { type: 'agent.stop'; agent: string; requestId: string };
+  | { type: 'agent.stop'; agent: string; requestId: string }
+  | { type: 'agent.authenticate'; agent: string; methodId: string; requestId: string };
 
 export type SupervisorEvent =
-  | { type: 'agent.register'; agent: string; displayName: string; jitterSeed: number }
+  | AgentRegistration
   | AgentCommandEvent
+  /** resetOverload(): automatic restarts resume. */
+  | { type: 'overload.reset' }
   | { type: 'shutdown' }
   /** During shutdown: every agent skips to SIGKILL now. */
   | { type: 'shutdown.force' }
@@ -47,6 +75,10 @@ export type SupervisorEvent =
 export type SupervisorEmitted =
   | { type: 'agent:status'; agent: string; status: AgentStatus; previous: AgentStatus }
   | { type: 'error'; agent: string; failure: AgentFailure }
+  | { type: 'agent:needs_auth'; agent: string; failure: AgentFailure; authMethods: AuthMethodSummary[] }
+  | { type: 'agent:rate_limited'; agent: string; failure: AgentFailure; retryAt: number | null }
+  | { type: 'supervisor:overloaded'; restarts: number; intensity: number; periodMs: number }
+  | { type: 'supervisor:overload_reset' }
   | CommandSettled;
 
 /** The answer refusing one command with `failure`. */
@@ -76,18 +108,50 @@ export const supervisorMachine = setup({
       return liveAgentCount(context.agents) >= context.maxAgents;
     },
     allAgentsIdle: ({ context }) => Object.values(context.agents).every((agent) => agent.status === 'idle'),
+    /** This automatic restart is one more than the supervisor-wide intensity allows. */
+    exceedsOverload: ({ context }, params: { at: number }) =>
+      restartsWithin(context.restartTimes, context.overload.periodMs, params.at).length >= context.overload.intensity,
   },
   actions: {
-    spawnAgent: enqueueActions(({ enqueue, context }, params: { agent: string; displayName: string; jitterSeed: number }) => {
+    spawnAgent: enqueueActions(({ enqueue, context, self }, params: AgentRegistration) => {
       enqueue.spawnChild('agent', {
         id: params.agent,
-        input: { ...context.timings, name: params.agent, displayName: params.displayName, jitterSeed: params.jitterSeed },
+        input: {
+          ...context.timings,
+          ...params.timings,
+          name: params.agent,
+          displayName: params.displayName,
+          jitterSeed: params.jitterSeed,
+          failurePatterns: params.failurePatterns ?? [],
+          restartsHeld: self.getSnapshot().matches({ running: 'overloaded' }),
+        },
       });
       enqueue.assign({ agents: { ...context.agents, [params.agent]: { displayName: params.displayName, status: 'idle', retrying: false } } });
     }),
     forwardToAgent: enqueueActions(({ enqueue }, params: { agent: string; command: 'ensure' | 'reconnect' | 'stop'; requestId: string }) => {
       enqueue.sendTo(params.agent, { type: params.command, requestId: params.requestId });
     }),
+    forwardAuthenticate: enqueueActions(({ enqueue }, params: { agent: string; methodId: string; requestId: string }) => {
+      enqueue.sendTo(params.agent, { type: 'authenticate', methodId: params.methodId, requestId: params.requestId });
+    }),
+    recordRestart: assign({
+      restartTimes: ({ context }, params: { at: number }) => [...restartsWithin(context.restartTimes, context.overload.periodMs, params.at), params.at],
+    }),
+    /** Overloaded: every agent holds its automatic restarts; listeners hear why. */
+    holdAllRestarts: enqueueActions(({ enqueue, context }) => {
+      for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'restarts.hold' });
+      enqueue.emit({ type: 'supervisor:overloaded', restarts: context.restartTimes.length, intensity: context.overload.intensity, periodMs: context.overload.periodMs });
+    }),
+    releaseAllRestarts: enqueueActions(({ enqueue, context }) => {
+      enqueue.assign({ restartTimes: [] });
+      for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'restarts.release' });
+      enqueue.emit({ type: 'supervisor:overload_reset' });
+    }),
+    relayParked: emit((_, params: { report: Extract<AgentReport, { type: 'agent.needsAuth' | 'agent.rateLimited' }> }) =>
+      params.report.type === 'agent.needsAuth'
+        ? { type: 'agent:needs_auth' as const, agent: params.report.agent, failure: params.report.failure, authMethods: params.report.authMethods }
+        : { type: 'agent:rate_limited' as const, agent: params.report.agent, failure: params.report.failure, retryAt: params.report.retryAt },
+    ),
     // One action per reason, so the diagrams say why a command is refused.
     refuseUnknownAgent: emit((_, params: { agent: string; requestId: string }) => refusal(params, failures.unknownAgent(params.agent))),
     refuseAtAgentLimit: emit(({ context }, params: { agent: string; requestId: string }) => refusal(params, failures.limitReached(params.agent, context.maxAgents))),
@@ -110,7 +174,7 @@ export const supervisorMachine = setup({
 }).createMachine({
   id: 'supervisor',
   description: 'Owns the agents: one child actor each, the maxAgents limit, shutdown.',
-  context: ({ input }) => ({ maxAgents: input.maxAgents, timings: input.timings, agents: {} }),
+  context: ({ input }) => ({ maxAgents: input.maxAgents, timings: input.timings, overload: input.overload, agents: {}, restartTimes: [] }),
   initial: 'running',
   on: {
     'agent.status': {
@@ -125,18 +189,51 @@ export const supervisorMachine = setup({
       actions: { type: 'relaySettled', params: ({ event }) => ({ settled: event.settled }) },
       description: 'An agent answered a command; re-emitted as command.settled.',
     },
+    'agent.needsAuth': { actions: { type: 'relayParked', params: ({ event }) => ({ report: event }) }, description: 'An agent waits for a login: agent:needs_auth.' },
+    'agent.rateLimited': { actions: { type: 'relayParked', params: ({ event }) => ({ report: event }) }, description: 'An agent waits for a limit to reset: agent:rate_limited.' },
   },
   states: {
     running: {
       description: 'Accepting commands.',
+      initial: 'normal',
+      states: {
+        normal: {
+          description: 'Automatic restarts are counted: more than overload.intensity within overload.periodMs escalates.',
+          on: {
+            'agent.restarting': [
+              {
+                guard: { type: 'exceedsOverload', params: ({ event }) => ({ at: event.at }) },
+                target: 'overloaded',
+                actions: { type: 'recordRestart', params: ({ event }) => ({ at: event.at }) },
+                description: 'One restart too many across the agents: escalate.',
+              },
+              { actions: { type: 'recordRestart', params: ({ event }) => ({ at: event.at }) }, description: 'An automatic restart, counted.' },
+            ],
+          },
+        },
+        overloaded: {
+          description: 'Escalated: every automatic restart is held (supervisor:overloaded) until resetOverload(). Callers\' starts still run.',
+          entry: 'holdAllRestarts',
+          on: {
+            'overload.reset': { target: 'normal', actions: 'releaseAllRestarts', description: 'resetOverload(): automatic restarts resume.' },
+          },
+        },
+      },
       on: {
         'agent.register': {
           guard: { type: 'isNewAgent', params: ({ event }) => ({ agent: event.agent }) },
-          actions: { type: 'spawnAgent', params: ({ event }) => ({ agent: event.agent, displayName: event.displayName, jitterSeed: event.jitterSeed }) },
+          actions: { type: 'spawnAgent', params: ({ event }) => event },
           description: 'Spawn the agent actor (idle).',
         },
         'agent.ensure': startCommand('ensure', 'ensureAgent(): forward to the agent.'),
         'agent.reconnect': startCommand('reconnect', 'reconnect(): forward to the agent.'),
+        'agent.authenticate': [
+          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refuse('refuseUnknownAgent'), description: 'No such agent.' },
+          {
+            actions: { type: 'forwardAuthenticate', params: ({ event }) => ({ agent: event.agent, methodId: event.methodId, requestId: event.requestId }) },
+            description: 'authenticate(): forward to the agent; answered once it is connected.',
+          },
+        ],
         'agent.stop': stopCommand('stop(): forward to the agent; answered once it is idle.'),
         shutdown: { target: 'shuttingDown', description: 'shutdown(): stop every agent.' },
       },
@@ -148,6 +245,7 @@ export const supervisorMachine = setup({
       on: {
         'agent.ensure': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
         'agent.reconnect': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
+        'agent.authenticate': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
         'agent.stop': stopCommand('stop() during shutdown: answered once the agent is idle.'),
         'shutdown.force': { actions: 'forceStopAllAgents', description: 'shutdown({ force: true }) or a second signal: every agent to SIGKILL now.' },
       },

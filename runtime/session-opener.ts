@@ -56,6 +56,8 @@ export class SessionOpener {
       clock: Clock;
       /** A session's workspace now belongs to the session (its id is known). */
       claimWorkspace: (lease: WorkspaceLease, agent: string, sessionId: string) => void;
+      /** The agent answered session/new or session/load with an error: its agent machine classifies it (a login, a limit). */
+      refused?: (agent: string, error: AgentError, cause: unknown) => void;
     },
   ) {}
 
@@ -116,7 +118,10 @@ export class SessionOpener {
   }
 
   private failure(agent: ConnectedAgent, error: unknown, request: string): AgentError {
-    if (isAuthRequired(error)) return authRequired(agent.name, `${agent.displayName} requires authentication`, agent.authMethods, error);
-    return toRequestError(agent.name, agent.connection, error, request);
+    const failure = isAuthRequired(error)
+      ? authRequired(agent.name, `${agent.displayName} requires authentication`, agent.authMethods, error)
+      : toRequestError(agent.name, agent.connection, error, request);
+    if (failure.kind === 'auth_required' || failure.kind === 'protocol_error') this.deps.refused?.(agent.name, failure, error);
+    return failure;
   }
 }

@@ -8,8 +8,10 @@
 import type { ActorRefFrom } from 'xstate';
 import type { McpServer, SessionNotification, SessionUpdate } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
+import type { AgentFailure, AuthMethodSummary } from '../core/errors.js';
 import type { PermissionPolicy, PermissionRequest } from '../core/permission-policy.js';
 import { sessionActorId, type agentMachine } from '../machines/agent.machine.js';
+import type { PtyActivityState } from '../machines/pty-activity.machine.js';
 import type { SessionMachineInput, SessionStatus, StallPolicy } from '../machines/session-events.js';
 import type { sessionMachine } from '../machines/session.machine.js';
 import type { SweepResult } from '../services/agent-records.service.js';
@@ -41,6 +43,16 @@ export interface RuntimeEvents extends WorkspaceEvents {
   'protocol:warning': { agent: string; message: string; suppressed: number };
   /** A write to the store failed (a full disk, say); the agents keep running. */
   'store:error': { kind: 'store_failed'; message: string; droppedWrites: number };
+  /** An agent parked in `needsAuth`: it waits for `authenticate(agent, methodId)` or `reconnect()`. */
+  'agent:needs_auth': { agent: string; failure: AgentFailure; authMethods: AuthMethodSummary[] };
+  /** An agent parked in `rateLimited`: it tries again at `retryAt` (when known), or on `reconnect()`. */
+  'agent:rate_limited': { agent: string; failure: AgentFailure; retryAt: number | null };
+  /** More automatic restarts than `overload.intensity` within `overload.periodMs`: every automatic restart is held until `resetOverload()`. */
+  'supervisor:overloaded': { restarts: number; intensity: number; periodMs: number };
+  /** `resetOverload()`: automatic restarts resume. */
+  'supervisor:overload_reset': Record<string, never>;
+  /** A pty agent's CLI changed what it is doing: starting, running, needsInput, stale, exited (docs/pty.md). */
+  'pty:activity': { agent: string; state: PtyActivityState; exitCode?: number | null; signal?: string | null };
 }
 
 /** Events of one session, as `session.on(...)` delivers them. */

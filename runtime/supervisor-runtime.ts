@@ -5,20 +5,22 @@
  * ask the supervisor machine something and await its answer. No lifecycle decision is made
  * here: every outcome comes from a machine.
  */
+import { randomUUID } from 'node:crypto';
 import { createActor, type Actor, type ActorRefFrom, type InspectionEvent, type Observer } from 'xstate';
 import { createAgentProcessActor } from '../actors/agent-process.actor.js';
+import { createAuthenticateActor } from '../actors/authenticate.actor.js';
 import { createLoadSessionActor } from '../actors/load-session.actor.js';
 import { createPromptTurnActor } from '../actors/prompt-turn.actor.js';
-import type { AgentSpec } from '../core/agent-spec.js';
-import type { Clock } from '../core/clock.js';
-import { describeError, failures, toError, workspaceFailed } from '../core/errors.js';
+import { toFailurePatterns, type AgentSpec } from '../core/agent-spec.js';
+import { clockNow, type Clock } from '../core/clock.js';
+import { describeError, failures, toError, workspaceFailed, type AgentError } from '../core/errors.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { AgentTimings } from '../machines/agent-events.js';
 import { agentMachine } from '../machines/agent.machine.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import { sessionMachine } from '../machines/session.machine.js';
-import { supervisorMachine, type AgentCommandEvent } from '../machines/supervisor.machine.js';
+import { supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
 import { acpMethods } from '../services/acp-client.service.js';
 import { AgentRecords, type SweepResult } from '../services/agent-records.service.js';
 import type { Retention } from '../core/store.js';
@@ -27,6 +29,7 @@ import { clientCapabilities, createClientHandlers } from './acp-client-handlers.
 import { chooseContainment, type ContainmentChoice, type ContainmentPreference } from './containment-choice.js';
 import { LiveConnections } from './live-connections.js';
 import { PermissionBroker } from './permission-broker.js';
+import { PtyTerminals } from './pty-terminals.js';
 import { request, type RequestOptions } from './requests.js';
 import { SessionOpener } from './session-opener.js';
 import { SessionRegistry, type RuntimeEvents, type SessionRecord } from './session-registry.js';
@@ -49,6 +52,8 @@ export interface SessionDefaults {
 /** Everything a runtime is built from, validated by the facade. */
 export interface RuntimeSettings {
   maxAgents: number;
+  /** The supervisor-wide restart intensity. */
+  overload: OverloadPolicy;
   timings: AgentTimings;
   stderrLines: number;
   containment: ContainmentPreference;
@@ -91,8 +96,20 @@ export class SupervisorRuntime {
   readonly reader: StoreReader;
   /** Every workspace in use by this supervisor's agents and sessions (docs/workspaces.md). */
   readonly workspaces: WorkspaceRegistry;
+  /** The supervisor's time (a SimulatedClock's in tests): what failures are stamped with. */
+  private readonly now: () => number;
+  /** Each stream-json agent's conversation: a restart resumes it; a stop forgets it (docs/stream-json.md). */
+  private readonly streamJsonSessions = new Map<string, string>();
+  /** The terminals of the pty agents (docs/pty.md). */
+  readonly ptyTerminals: PtyTerminals;
 
   constructor(settings: RuntimeSettings) {
+    this.now = () => clockNow(settings.clockForTimers);
+    this.ptyTerminals = new PtyTerminals({
+      clock: settings.clockForTimers,
+      settings: (agent) => this.specs.get(agent)?.pty ?? {},
+      activity: (agent, event) => this.events.emit('pty:activity', { agent, ...event }),
+    });
     const store = openStore(settings.store, settings.stateDir); // throws store_failed: before anything starts
     this.writer = new StoreWriter(store, {
       retention: settings.retention,
@@ -118,6 +135,7 @@ export class SupervisorRuntime {
       containment: () => this.containment.mechanism,
       clock: settings.clockForTimers,
       claimWorkspace: (lease, agent, sessionId) => this.workspaces.claim(lease, { agent, sessionId }),
+      refused: (agent, error, cause) => this.reportRefusal(agent, error, cause),
     });
     this.broker = new PermissionBroker({
       clock: settings.clockForTimers,
@@ -164,6 +182,15 @@ export class SupervisorRuntime {
         const workspace = this.specs.get(agent)?.workspace;
         return workspace ? this.workspaces.forAgent(agent, workspace) : null;
       },
+      now: this.now,
+      pty: this.ptyTerminals,
+      streamJsonSession: (agent) => {
+        const known = this.streamJsonSessions.get(agent);
+        if (known) return { sessionId: known, resume: true };
+        const sessionId = randomUUID();
+        this.streamJsonSessions.set(agent, sessionId);
+        return { sessionId, resume: false };
+      },
     });
     const connectionOf = (agent: string) => this.connections.usable(agent);
     const session = sessionMachine.provide({
@@ -172,6 +199,7 @@ export class SupervisorRuntime {
           connectionOf,
           cancelPermissions: (agent, sessionId) => this.broker.cancelSession(agent, sessionId),
           onTurn: (agent, sessionId, turn) => ('prompt' in turn ? this.journal.prompt(agent, sessionId, turn.prompt) : this.journal.promptResult(agent, sessionId, turn)),
+          now: this.now,
         }),
         loadSession: createLoadSessionActor({
           connectionOf,
@@ -188,9 +216,10 @@ export class SupervisorRuntime {
         }),
       },
     });
-    const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess, session } }) } });
+    const authenticate = createAuthenticateActor({ connectionOf });
+    const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess, session, authenticate } }) } });
     this.actor = createActor(machine, {
-      input: { maxAgents: settings.maxAgents, timings: settings.timings },
+      input: { maxAgents: settings.maxAgents, timings: settings.timings, overload: settings.overload },
       ...(settings.clock ? { clock: settings.clock } : {}),
       ...(settings.inspect ? { inspect: settings.inspect } : {}),
     });
@@ -199,8 +228,14 @@ export class SupervisorRuntime {
       // An agent's workspace ends with the agent: when a stop (stop(), shutdown) has reached idle.
       if (status === 'stopping') this.noteAgentEnding(agent, false);
       if (status === 'idle' && previous === 'stopping') void this.workspaces.releaseAgent(agent);
+      if (status === 'idle') this.streamJsonSessions.delete(agent);
     });
     this.actor.on('error', ({ agent, failure }) => this.journal.agentError(agent, failure));
+    // Parked agents and the supervisor's escalation: to listeners and to the event log.
+    this.actor.on('agent:needs_auth', ({ agent, failure, authMethods }) => this.relay('agent:needs_auth', agent, { agent, failure, authMethods }));
+    this.actor.on('agent:rate_limited', ({ agent, failure, retryAt }) => this.relay('agent:rate_limited', agent, { agent, failure, retryAt }));
+    this.actor.on('supervisor:overloaded', ({ restarts, intensity, periodMs }) => this.relay('supervisor:overloaded', null, { restarts, intensity, periodMs }));
+    this.actor.on('supervisor:overload_reset', () => this.relay('supervisor:overload_reset', null, {}));
     this.actor.start();
   }
 
@@ -208,7 +243,52 @@ export class SupervisorRuntime {
   register(name: string, spec: AgentSpec): void {
     this.specs.set(name, { ...spec, args: [...(spec.args ?? [])], env: { ...spec.env } });
     this.journal.agentRegistered(name, spec);
-    this.actor.send({ type: 'agent.register', agent: name, displayName: spec.displayName ?? name, jitterSeed: Math.floor(Math.random() * 2 ** 32) });
+    const { handshakeTimeoutMs, shutdownTimeoutMs, killTimeoutMs } = spec;
+    this.actor.send({
+      type: 'agent.register',
+      agent: name,
+      displayName: spec.displayName ?? name,
+      jitterSeed: Math.floor(Math.random() * 2 ** 32),
+      timings: {
+        ...(handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs } : {}),
+        ...(shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs } : {}),
+        ...(killTimeoutMs !== undefined ? { killTimeoutMs } : {}),
+      },
+      failurePatterns: toFailurePatterns(spec.failurePatterns),
+    });
+  }
+
+  /** resetOverload(): the supervisor machine releases the automatic restarts it holds. */
+  resetOverload(): void {
+    this.actor.send({ type: 'overload.reset' });
+  }
+
+  /** Whether the supervisor machine is overloaded (holding automatic restarts). */
+  get overloaded(): boolean {
+    return this.actor.getSnapshot().matches({ running: 'overloaded' });
+  }
+
+  private relay<K extends 'agent:needs_auth' | 'agent:rate_limited' | 'supervisor:overloaded' | 'supervisor:overload_reset'>(
+    type: K,
+    agent: string | null,
+    event: RuntimeEvents[K],
+  ): void {
+    this.journal.event(agent, type, event);
+    this.events.emit(type, event);
+  }
+
+  /** session/new or session/load refused by the agent: its machine classifies the failure. */
+  private reportRefusal(agent: string, error: AgentError, cause: unknown): void {
+    const rpc = cause as { code?: unknown; data?: unknown } | null;
+    this.agentActor(agent)?.send({
+      type: 'agent.failure',
+      phase: 'session',
+      kind: error.kind,
+      detail: `${error.message}${rpc && typeof rpc === 'object' && 'message' in rpc ? ` (${describeError(cause)})` : ''}`,
+      rpcCode: typeof rpc?.code === 'number' ? rpc.code : null,
+      ...(rpc?.data !== undefined ? { rpcData: rpc.data } : {}),
+      at: this.now(),
+    });
   }
 
   /** True when `register(name)` would be accepted by the supervisor machine right now. */
@@ -242,7 +322,7 @@ export class SupervisorRuntime {
    * that has reached `stopped` (final) takes no events; its answers are fixed: every agent is
    * idle, so a stop is done and a start is refused `shutting_down`.
    */
-  command(event: Omit<AgentCommandEvent, 'requestId'>, options: RequestOptions = {}): Promise<unknown> {
+  command(event: AgentCommandEvent extends infer E ? (E extends AgentCommandEvent ? Omit<E, 'requestId'> : never) : never, options: RequestOptions = {}): Promise<unknown> {
     // In order, after the start-up sweep: no agent is spawned before its orphans are gone.
     if (this.sweeping) return this.sweeping.then(() => this.command(event, options));
     if (this.actor.getSnapshot().status !== 'active') {
@@ -299,7 +379,8 @@ export class SupervisorRuntime {
         await Promise.all(this.sessions.all().flatMap((record) => (record.resources.workspace ? [record.released] : [])));
         await this.workspaces.close();
       };
-      const finish = () => void terminals.then(workspaces).then(() => this.reader.close()).then(() => resolve());
+      // The pty agents' screens and activity machines last until every process is gone.
+      const finish = () => void terminals.then(workspaces).then(() => this.ptyTerminals.dispose()).then(() => this.reader.close()).then(() => resolve());
       if (this.actor.getSnapshot().status !== 'active') return finish();
       // Also from an errored actor (a defect, never by design): shutdown always resolves.
       const done = () => {

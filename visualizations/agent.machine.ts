@@ -8,12 +8,24 @@
  * actors never finish.
  * The context is left out: the real machine computes it from its input.
  */
-import { createMachine, fromCallback, setup } from 'xstate';
+import { createMachine, fromCallback, fromPromise, setup } from 'xstate';
 
 export const agentMachine = setup({
   actions: {
     reportStatus: () => {},
     reportFailure: () => {},
+    reportParked: () => {},
+    refuseWithLastError: () => {},
+    failStarts: () => {},
+    settleStartsParked: () => {},
+    giveUpForIntensity: () => {},
+    recordRestart: () => {},
+    holdRestarts: () => {},
+    releaseRestarts: () => {},
+    setPendingAuth: () => {},
+    clearPendingAuth: () => {},
+    clearFailure: () => {},
+    computeLimitWait: () => {},
     addStartRequest: () => {},
     addStopRequest: () => {},
     answerNow: () => {},
@@ -42,17 +54,31 @@ export const agentMachine = setup({
   },
   guards: {
     canRetry: () => true,
+    exceedsIntensity: () => true,
+    parksForAuth: () => true,
+    parksForLimit: () => true,
+    failureParksForAuth: () => true,
+    failureParksForLimit: () => true,
+    hasPendingAuth: () => true,
+    hasLimitWait: () => true,
+    restartsHeld: () => true,
+    connectionLost: () => true,
     hasNoProcess: () => true,
     hasStartRequests: () => true,
     connectionIsOpen: () => true,
   },
-  actors: { agentProcess: fromCallback(() => {}), session: createMachine({ id: 'session' }) },
+  actors: {
+    agentProcess: fromCallback(() => {}),
+    session: createMachine({ id: 'session' }),
+    authenticate: fromPromise(() => new Promise(() => {})),
+  },
   delays: {
     backoff: 1000,
     handshakeTimeout: 1000,
     stableUptime: 1000,
     shutdownTimeout: 1000,
     killTimeout: 1000,
+    limitWait: 1000,
   },
 }).createMachine({
   id: 'agent',
@@ -62,6 +88,18 @@ export const agentMachine = setup({
     'session.forget': {
       actions: { type: 'forgetSession' },
       description: 'A session was closed: drop its actor.',
+    },
+    'process.connectionClosed': {
+      actions: 'markConnectionClosed',
+      description: 'The ACP stream closed (connected, or parked with its process): the exit is on its way.',
+    },
+    'restarts.hold': {
+      actions: 'holdRestarts',
+      description: 'The supervisor is overloaded: no automatic restart until it is reset.',
+    },
+    'restarts.release': {
+      actions: 'releaseRestarts',
+      description: 'The supervisor was reset: automatic restarts resume.',
     },
   },
   states: {
@@ -85,6 +123,11 @@ export const agentMachine = setup({
           actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
           description: 'reconnect() of an idle agent starts it, as ensureAgent() does.',
         },
+        authenticate: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart', 'setPendingAuth'],
+          description: 'authenticate(): start the agent, then authenticate once initialize is answered.',
+        },
         stop: { actions: { type: 'answerNow' }, description: 'Already stopped.' },
       },
     },
@@ -93,11 +136,19 @@ export const agentMachine = setup({
       entry: [{ type: 'reportStatus', params: { status: 'starting' } }, 'spawnProcess'],
       on: {
         'process.spawned': { actions: { type: 'recordSpawn' } },
-        'process.initialized': {
-          target: '#agent.connected',
-          actions: { type: 'recordConnection' },
-          description: 'initialize answered.',
-        },
+        'process.initialized': [
+          {
+            guard: 'hasPendingAuth',
+            target: '#agent.needsAuth.authenticating',
+            actions: { type: 'recordConnection' },
+            description: 'initialize answered, and authenticate() is waiting: authenticate before the agent counts as connected.',
+          },
+          {
+            target: '#agent.connected',
+            actions: { type: 'recordConnection' },
+            description: 'initialize answered.',
+          },
+        ],
         'process.failed': {
           target: '#agent.disconnected',
           actions: [{ type: 'recordFailure' }, 'releaseProcess'],
@@ -115,6 +166,10 @@ export const agentMachine = setup({
         reconnect: {
           actions: { type: 'addStartRequest' },
           description: 'A start is already in flight: wait for its outcome.',
+        },
+        authenticate: {
+          actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
+          description: 'A start is already in flight: wait for its outcome. Authenticate once initialize is answered.',
         },
         stop: {
           target: '#agent.stopping',
@@ -148,14 +203,32 @@ export const agentMachine = setup({
         stable: { description: 'Up for stableAfterMs; the attempt counter is back at 0.' },
       },
       on: {
-        'process.connectionClosed': {
-          actions: 'markConnectionClosed',
-          description: 'The ACP stream closed; the exit is on its way.',
-        },
         'process.exited': {
           target: 'disconnected',
           actions: [{ type: 'recordFailure' }, 'releaseProcess', 'allowAutoRetry', 'failSessions'],
           description: 'The process exited or its ACP stream closed: the agent was lost.',
+        },
+        'agent.failure': [
+          {
+            guard: 'failureParksForAuth',
+            target: 'needsAuth',
+            actions: [{ type: 'recordFailure' }, 'reportFailure'],
+            description: 'A session or a turn was refused for want of a login: park (the process stays, for authenticate()).',
+          },
+          {
+            guard: 'failureParksForLimit',
+            target: 'rateLimited',
+            actions: [{ type: 'recordFailure' }, 'reportFailure'],
+            description: 'A session or a turn hit a usage or rate limit: park until it resets (the process stays).',
+          },
+          {
+            description: 'Any other class: the session that failed reports it; the agent stays connected.',
+          },
+        ],
+        authenticate: {
+          target: 'needsAuth.authenticating',
+          actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
+          description: 'authenticate() on a connected agent: over its connection.',
         },
         ensure: [
           {
@@ -201,17 +274,39 @@ export const agentMachine = setup({
         'reportFailure',
         'settleStartsIfGivingUp',
       ],
-      always: {
-        guard: 'canRetry',
-        target: 'reconnecting',
-        actions: 'countAttempt',
-        description: 'Lost after connecting, or an automatic attempt failed, with attempts left and a retryable error.',
-      },
+      always: [
+        {
+          guard: 'exceedsIntensity',
+          actions: 'giveUpForIntensity',
+          description: 'It would restart, but more than restart.intensity automatic restarts within periodMs: give up (restart_intensity).',
+        },
+        {
+          guard: 'canRetry',
+          target: 'reconnecting',
+          actions: ['countAttempt', 'recordRestart'],
+          description: 'Lost after connecting, or an automatic attempt failed, with attempts left and a class that retries.',
+        },
+        {
+          guard: 'parksForAuth',
+          target: 'needsAuth',
+          description: 'A failure of class auth: wait for a login.',
+        },
+        {
+          guard: 'parksForLimit',
+          target: 'rateLimited',
+          description: 'A usage or rate limit: wait for it to reset.',
+        },
+      ],
       on: {
         ensure: {
           target: 'starting',
           actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
           description: 'ensureAgent(): a fresh start, reported to the caller.',
+        },
+        authenticate: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart', 'setPendingAuth'],
+          description: 'authenticate(): start afresh, then authenticate once initialize is answered.',
         },
         reconnect: {
           target: 'reconnecting.spawning',
@@ -232,7 +327,16 @@ export const agentMachine = setup({
       states: {
         waiting: {
           description: 'Backoff timer pending: min(initialDelayMs · factor^(attempt−1), maxDelayMs).',
-          after: { backoff: { target: 'spawning', description: 'The backoff delay elapsed.' } },
+          after: {
+            backoff: [
+              {
+                guard: 'restartsHeld',
+                target: 'held',
+                description: 'The delay elapsed, but the supervisor holds automatic restarts.',
+              },
+              { target: 'spawning', description: 'The backoff delay elapsed.' },
+            ],
+          },
           on: {
             reconnect: {
               target: 'spawning',
@@ -241,16 +345,57 @@ export const agentMachine = setup({
             },
           },
         },
+        held: {
+          description: 'The supervisor is overloaded: this automatic restart waits until it is reset (or a caller reconnects).',
+          on: {
+            'restarts.release': {
+              target: 'spawning',
+              actions: 'releaseRestarts',
+              description: 'The supervisor was reset: restart now.',
+            },
+            reconnect: {
+              target: 'spawning',
+              actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+              description: 'reconnect(): a caller\'s start is not held.',
+            },
+          },
+        },
+        replacing: {
+          description: 'reconnect() or authenticate() of a parked agent whose process still runs: kill it, then spawn afresh.',
+          entry: 'killProcess',
+          on: {
+            'process.exited': {
+              target: 'spawning',
+              actions: 'releaseProcess',
+              description: 'The old process is gone.',
+            },
+          },
+          after: {
+            killTimeout: {
+              target: 'spawning',
+              actions: 'releaseProcess',
+              description: 'Not gone within killTimeoutMs: release it and spawn anyway.',
+            },
+          },
+        },
         spawning: {
           description: 'Spawned again; waiting for initialize.',
           entry: 'spawnProcess',
           on: {
             'process.spawned': { actions: { type: 'recordSpawn' } },
-            'process.initialized': {
-              target: '#agent.connected',
-              actions: { type: 'recordConnection' },
-              description: 'initialize answered.',
-            },
+            'process.initialized': [
+              {
+                guard: 'hasPendingAuth',
+                target: '#agent.needsAuth.authenticating',
+                actions: { type: 'recordConnection' },
+                description: 'initialize answered, and authenticate() is waiting: authenticate before the agent counts as connected.',
+              },
+              {
+                target: '#agent.connected',
+                actions: { type: 'recordConnection' },
+                description: 'initialize answered.',
+              },
+            ],
             'process.failed': {
               target: '#agent.disconnected',
               actions: [{ type: 'recordFailure' }, 'releaseProcess'],
@@ -279,6 +424,10 @@ export const agentMachine = setup({
         reconnect: {
           actions: { type: 'addStartRequest' },
           description: 'A reconnect is under way: wait for its outcome.',
+        },
+        authenticate: {
+          actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
+          description: 'A reconnect is under way: wait for its outcome. Authenticate once initialize is answered.',
         },
         stop: {
           target: '#agent.stopping',
@@ -356,9 +505,230 @@ export const agentMachine = setup({
           actions: { type: 'addStartRequest' },
           description: 'A start while stopping: it begins once the agent is idle.',
         },
+        authenticate: {
+          actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
+          description: 'authenticate() while stopping: the start begins once the agent is idle, then authenticates.',
+        },
         stop: {
           actions: { type: 'addStopRequest' },
           description: 'Already stopping: answered once idle.',
+        },
+      },
+    },
+    needsAuth: {
+      description: 'Parked: the agent needs a login. No automatic retry; authenticate() or reconnect() leaves.',
+      entry: { type: 'reportStatus', params: { status: 'needsAuth' } },
+      initial: 'waiting',
+      states: {
+        waiting: {
+          description: 'Waiting for authenticate() or reconnect() (after logging in outside, e.g. `claude /login`).',
+          entry: ['settleStartsParked', { type: 'reportParked', params: { status: 'needsAuth' } }],
+          on: {
+            authenticate: [
+              {
+                guard: 'connectionIsOpen',
+                target: '#agent.needsAuth.authenticating',
+                actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
+                description: 'authenticate(): Over the open connection.',
+              },
+              {
+                guard: 'hasNoProcess',
+                target: '#agent.starting',
+                actions: [{ type: 'addStartRequest' }, 'setPendingAuth', 'beginCallerStart'],
+                description: 'authenticate(): No process: start one, authenticate once initialize is answered.',
+              },
+              {
+                target: '#agent.reconnecting.replacing',
+                actions: [{ type: 'addStartRequest' }, 'setPendingAuth', 'beginCallerStart'],
+                description: 'authenticate(): Its connection is closing: replace the process, then authenticate.',
+              },
+            ],
+            reconnect: [
+              {
+                guard: 'hasNoProcess',
+                target: '#agent.reconnecting.spawning',
+                actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+                description: 'reconnect(): the login was made outside. Spawn now.',
+              },
+              {
+                target: '#agent.reconnecting.replacing',
+                actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+                description: 'reconnect(): the login was made outside. Kill its process, then spawn afresh.',
+              },
+            ],
+            ensure: {
+              actions: { type: 'refuseWithLastError' },
+              description: 'ensureAgent(): refused at once with the auth failure.',
+            },
+            'process.exited': {
+              actions: ['releaseProcess', 'failSessions'],
+              description: 'The process ended while parked: stay parked.',
+            },
+          },
+        },
+        authenticating: {
+          description: 'The agent\'s ACP authenticate with the chosen method, over its connection.',
+          invoke: {
+            id: 'authenticate',
+            src: 'authenticate',
+            onDone: {
+              target: '#agent.connected',
+              actions: ['clearPendingAuth', 'clearFailure'],
+              description: 'Authenticated: connected.',
+            },
+            onError: [
+              {
+                guard: 'connectionLost',
+                target: '#agent.disconnected',
+                actions: [
+                  { type: 'recordFailure' },
+                  'releaseProcess',
+                  'allowAutoRetry',
+                  'failSessions',
+                  'failStarts',
+                ],
+                description: 'The connection closed during authenticate: the agent was lost (its exit follows).',
+              },
+              {
+                target: 'waiting',
+                actions: ['clearPendingAuth', { type: 'recordFailure' }, 'reportFailure'],
+                description: 'The agent refused the login: still parked.',
+              },
+            ],
+          },
+          on: {
+            ensure: {
+              actions: { type: 'addStartRequest' },
+              description: 'authenticate() is under way: wait for its outcome.',
+            },
+            reconnect: {
+              actions: { type: 'addStartRequest' },
+              description: 'authenticate() is under way: wait for its outcome.',
+            },
+            authenticate: {
+              actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
+              description: 'authenticate() is under way: wait for its outcome. Authenticate once initialize is answered.',
+            },
+            'process.exited': {
+              target: '#agent.disconnected',
+              actions: [
+                { type: 'recordFailure' },
+                'releaseProcess',
+                'allowAutoRetry',
+                'failSessions',
+                'failStarts',
+              ],
+              description: 'The process was lost during authenticate: its callers learn it now; the restart policy goes on without the login.',
+            },
+          },
+        },
+      },
+      on: {
+        stop: {
+          target: '#agent.stopping',
+          actions: { type: 'addStopRequest' },
+          description: 'stop(): leaves the parked state, goes idle.',
+        },
+      },
+    },
+    rateLimited: {
+      description: 'Parked: a usage or rate limit. Waits until it resets (a delay from the reset time, capped), or for reconnect().',
+      entry: [
+        'computeLimitWait',
+        { type: 'reportStatus', params: { status: 'rateLimited' } },
+        'settleStartsParked',
+        { type: 'reportParked', params: { status: 'rateLimited' } },
+      ],
+      initial: 'choosing',
+      states: {
+        choosing: {
+          description: 'Is the reset time (or the class\'s wait) known?',
+          always: [{ guard: 'hasLimitWait', target: 'waiting' }, { target: 'held' }],
+        },
+        waiting: {
+          description: 'Until the limit resets: parkedWaitMs from its reset time, capped by the class\'s maxWaitMs.',
+          after: {
+            limitWait: [
+              {
+                guard: 'connectionIsOpen',
+                target: '#agent.connected',
+                description: 'The limit reset; the process is still there: connected again.',
+              },
+              {
+                guard: 'restartsHeld',
+                target: '#agent.reconnecting.held',
+                actions: 'allowAutoRetry',
+                description: 'The limit reset, but the supervisor holds restarts.',
+              },
+              {
+                guard: 'hasNoProcess',
+                target: '#agent.reconnecting.spawning',
+                actions: ['allowAutoRetry', 'recordRestart'],
+                description: 'The limit reset: start the agent again.',
+              },
+              {
+                target: '#agent.reconnecting.replacing',
+                actions: ['allowAutoRetry', 'recordRestart'],
+                description: 'The limit reset; its old process is ending: replace it.',
+              },
+            ],
+          },
+        },
+        held: {
+          description: 'No reset time known and no wait in the class\'s policy: waits for reconnect().',
+        },
+      },
+      on: {
+        reconnect: [
+          {
+            guard: 'connectionIsOpen',
+            target: 'connected',
+            actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+            description: 'reconnect(): stop waiting; the process is still there.',
+          },
+          {
+            guard: 'hasNoProcess',
+            target: '#agent.reconnecting.spawning',
+            actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+            description: 'reconnect(): stop waiting. Spawn now.',
+          },
+          {
+            target: '#agent.reconnecting.replacing',
+            actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+            description: 'reconnect(): stop waiting. Kill its process, then spawn afresh.',
+          },
+        ],
+        authenticate: [
+          {
+            guard: 'connectionIsOpen',
+            target: '#agent.needsAuth.authenticating',
+            actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
+            description: 'authenticate() of a rate-limited agent: Over the open connection.',
+          },
+          {
+            guard: 'hasNoProcess',
+            target: '#agent.starting',
+            actions: [{ type: 'addStartRequest' }, 'setPendingAuth', 'beginCallerStart'],
+            description: 'authenticate() of a rate-limited agent: No process: start one, authenticate once initialize is answered.',
+          },
+          {
+            target: '#agent.reconnecting.replacing',
+            actions: [{ type: 'addStartRequest' }, 'setPendingAuth', 'beginCallerStart'],
+            description: 'authenticate() of a rate-limited agent: Its connection is closing: replace the process, then authenticate.',
+          },
+        ],
+        ensure: {
+          actions: { type: 'refuseWithLastError' },
+          description: 'ensureAgent(): refused at once with the limit (and retryAt).',
+        },
+        'process.exited': {
+          actions: ['releaseProcess', 'failSessions'],
+          description: 'The process ended while parked: stay parked.',
+        },
+        stop: {
+          target: '#agent.stopping',
+          actions: { type: 'addStopRequest' },
+          description: 'stop(): leaves the parked state, goes idle.',
         },
       },
     },

@@ -24,6 +24,7 @@ export const sessionMachine = setup({
     addPendingPermission: () => {},
     removePendingPermission: () => {},
     cancelTurn: () => {},
+    reportTurnFailure: () => {},
     requestAgentRestart: () => {},
   },
   guards: {
@@ -87,8 +88,8 @@ export const sessionMachine = setup({
         },
         'turn.failed': {
           target: 'failed',
-          actions: { type: 'recordFailure' },
-          description: 'session/prompt failed or the connection closed.',
+          actions: [{ type: 'recordFailure' }, { type: 'reportTurnFailure' }],
+          description: 'session/prompt failed or the connection closed; an error answer goes to the agent to classify.',
         },
         cancel: {
           actions: 'cancelTurn',

@@ -14,6 +14,11 @@ export const supervisorMachine = setup({
   actions: {
     spawnAgent: () => {},
     forwardToAgent: () => {},
+    forwardAuthenticate: () => {},
+    recordRestart: () => {},
+    holdAllRestarts: () => {},
+    releaseAllRestarts: () => {},
+    relayParked: () => {},
     refuseUnknownAgent: () => {},
     refuseAtAgentLimit: () => {},
     refuseShuttingDown: () => {},
@@ -28,6 +33,7 @@ export const supervisorMachine = setup({
     isUnknownAgent: () => true,
     wouldExceedAgentLimit: () => true,
     allAgentsIdle: () => true,
+    exceedsOverload: () => true,
   },
   actors: { agent: createMachine({ id: 'agent' }) },
 }).createMachine({
@@ -47,10 +53,46 @@ export const supervisorMachine = setup({
       actions: { type: 'relaySettled' },
       description: 'An agent answered a command; re-emitted as command.settled.',
     },
+    'agent.needsAuth': {
+      actions: { type: 'relayParked' },
+      description: 'An agent waits for a login: agent:needs_auth.',
+    },
+    'agent.rateLimited': {
+      actions: { type: 'relayParked' },
+      description: 'An agent waits for a limit to reset: agent:rate_limited.',
+    },
   },
   states: {
     running: {
       description: 'Accepting commands.',
+      initial: 'normal',
+      states: {
+        normal: {
+          description: 'Automatic restarts are counted: more than overload.intensity within overload.periodMs escalates.',
+          on: {
+            'agent.restarting': [
+              {
+                guard: { type: 'exceedsOverload' },
+                target: 'overloaded',
+                actions: { type: 'recordRestart' },
+                description: 'One restart too many across the agents: escalate.',
+              },
+              { actions: { type: 'recordRestart' }, description: 'An automatic restart, counted.' },
+            ],
+          },
+        },
+        overloaded: {
+          description: 'Escalated: every automatic restart is held (supervisor:overloaded) until resetOverload(). Callers\' starts still run.',
+          entry: 'holdAllRestarts',
+          on: {
+            'overload.reset': {
+              target: 'normal',
+              actions: 'releaseAllRestarts',
+              description: 'resetOverload(): automatic restarts resume.',
+            },
+          },
+        },
+      },
       on: {
         'agent.register': {
           guard: { type: 'isNewAgent' },
@@ -86,6 +128,17 @@ export const supervisorMachine = setup({
           },
           { actions: { type: 'forwardToAgent' }, description: 'reconnect(): forward to the agent.' },
         ],
+        'agent.authenticate': [
+          {
+            guard: { type: 'isUnknownAgent' },
+            actions: { type: 'refuseUnknownAgent' },
+            description: 'No such agent.',
+          },
+          {
+            actions: { type: 'forwardAuthenticate' },
+            description: 'authenticate(): forward to the agent; answered once it is connected.',
+          },
+        ],
         'agent.stop': [
           {
             guard: { type: 'isUnknownAgent' },
@@ -114,6 +167,10 @@ export const supervisorMachine = setup({
           description: 'Refused during shutdown.',
         },
         'agent.reconnect': {
+          actions: { type: 'refuseShuttingDown' },
+          description: 'Refused during shutdown.',
+        },
+        'agent.authenticate': {
           actions: { type: 'refuseShuttingDown' },
           description: 'Refused during shutdown.',
         },

@@ -188,6 +188,9 @@ export async function agentvisorFleet(size: FleetOptions, jitter: number, pidFil
     agents: Object.fromEntries(names.map((name) => [name, spec])),
     maxAgents: size.agents,
     restart: { initialDelayMs: size.initialDelayMs, jitter, maxAttempts: 5, stableAfterMs: size.stableAfterMs },
+    // The storm measures how fast restarts run, not when to stop them: every agent killed in
+    // every storm is one restart, past the supervisor-wide default (50 a minute) that escalates: off here.
+    overload: { intensity: Number.MAX_SAFE_INTEGER },
     clock,
   });
   const offError = supervisor.on('error', ({ agent, kind }) => {

@@ -3,6 +3,7 @@
  * Pure functions of plain numbers, so the machine's `backoff` delay stays pure and
  * reproducible (jitter draws from a seeded generator, not Math.random).
  */
+import { defaultClassPolicies, type ClassPolicies } from './class-policy.js';
 
 /** Restart policy options; every field has the default in {@link defaultRestartPolicy}. */
 export interface RestartPolicy {
@@ -18,6 +19,12 @@ export interface RestartPolicy {
   jitter: number;
   /** How long an agent must stay connected before its attempt counter resets, in ms. */
   stableAfterMs: number;
+  /** At most this many automatic restarts of one agent within `periodMs`; one more gives up with kind `restart_intensity`. */
+  intensity: number;
+  /** The window of `intensity`, in ms. */
+  periodMs: number;
+  /** What each failure class does (docs/failures.md). */
+  policies: ClassPolicies;
 }
 
 export const defaultRestartPolicy: RestartPolicy = Object.freeze({
@@ -27,6 +34,12 @@ export const defaultRestartPolicy: RestartPolicy = Object.freeze({
   maxDelayMs: 30_000,
   jitter: 0,
   stableAfterMs: 30_000,
+  // 5 attempts a streak at 1-16 s make at most 5 restarts in ~31 s; 10 in 5 minutes is an agent
+  // that connects, stays up past stableAfterMs (which forgives its attempts) and fails again,
+  // over and over — what the attempt counter alone never stops.
+  intensity: 10,
+  periodMs: 5 * 60_000,
+  policies: defaultClassPolicies,
 });
 
 /**

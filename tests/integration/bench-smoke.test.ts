@@ -17,6 +17,7 @@ import type { BenchContext, BenchResult } from '../../bench/lib/results.js';
 import * as restartStorm from '../../bench/restart-storm.bench.js';
 import * as shutdown from '../../bench/shutdown.bench.js';
 import * as stream from '../../bench/stream.bench.js';
+import * as streamJson from '../../bench/stream-json.bench.js';
 
 prepareAgentEnvironment(); // as `npm run bench` does (this file runs in its own fork)
 const dir = mkdtempSync(join(tmpdir(), 'agentvisor-bench-smoke-'));
@@ -53,6 +54,10 @@ describe('benchmarks at smoke size', () => {
   it('stream', async () => {
     expectWellFormed(await stream.streamBench(stream.smokeSize, ctx), 'stream');
   }, 30_000);
+
+  it('stream-json', async () => {
+    expectWellFormed(await streamJson.streamJsonBench(streamJson.smokeSize, ctx), 'stream-json');
+  });
 
   it('fan-out', async () => {
     expectWellFormed(await fanOut.fanOutBench(fanOut.smokeSize, ctx), 'fan-out');

@@ -32,7 +32,7 @@ describe('inspection', () => {
     await supervisor.shutdown();
     expect(lines).toContain('[agentvisor] agent fixture: idle → starting  (ensure)');
     expect(lines).toContain('[agentvisor] agent fixture: starting → connected.settling  (process.initialized)');
-    expect(lines).toContain('[agentvisor] supervisor: running → shuttingDown  (shutdown)');
+    expect(lines).toContain('[agentvisor] supervisor: running.normal → shuttingDown  (shutdown)');
     expect(lines).toContain('[agentvisor] supervisor: shuttingDown → stopped  (agent.status)');
     expect(lines.some((line) => line.includes('agent fixture: connected.settling → stopping.closing  (stop)'))).toBe(true);
   });

@@ -189,15 +189,23 @@ describe('stalls', () => {
 });
 
 describe('authentication', () => {
-  it('session/new demanding auth rejects with auth_required and the authMethods; authenticate() unlocks it', async () => {
+  it('session/new demanding auth rejects with auth_required and parks the agent in needsAuth; authenticate() unlocks it on the same process', async () => {
     env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--require-auth']) } });
+    const parked: unknown[] = [];
+    env.supervisor.on('agent:needs_auth', (event) => parked.push(event));
     const refused = (await env.supervisor.newSession('fixture', { cwd: env.files.dir }).catch((error: unknown) => error)) as AgentError;
     expect(refused).toBeInstanceOf(AgentError);
     expect(refused.kind).toBe('auth_required');
     expect(refused.authMethods).toEqual([expect.objectContaining({ id: 'fixture-token', name: 'Fixture token' })]);
-    expect(env.supervisor.getStatus('fixture')).toBe('connected'); // not a lifecycle failure, never retried
-    await expect(env.supervisor.authenticate('fixture', 'wrong-method')).rejects.toMatchObject({ kind: 'auth_required' });
-    await env.supervisor.authenticate('fixture', 'fixture-token');
+    // Parked, never retried: the same process waits for authenticate().
+    const pid = env.supervisor.list()[0]!.pid;
+    expect(env.supervisor.getStatus('fixture')).toBe('needsAuth');
+    expect(parked).toEqual([expect.objectContaining({ agent: 'fixture', authMethods: [expect.objectContaining({ id: 'fixture-token' })], failure: expect.objectContaining({ class: 'auth', retryable: false }) })]);
+    await expect(env.supervisor.authenticate('fixture', 'wrong-method')).rejects.toMatchObject({ kind: 'auth_required', class: 'auth' });
+    expect(env.supervisor.getStatus('fixture')).toBe('needsAuth');
+    const handle = await env.supervisor.authenticate('fixture', 'fixture-token');
+    expect(handle.pid).toBe(pid);
+    expect(env.supervisor.getStatus('fixture')).toBe('connected');
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     expect(await session.prompt('hello')).toBe('end_turn');
   });

@@ -1,6 +1,7 @@
 /** Supervisor-level rules on real processes: concurrency, maxAgents, typed refusals. */
 import { describe, expect, it } from 'vitest';
-import { AgentError, createSupervisor, installHints, presets } from '../../index.js';
+import { AgentError, createSupervisor, installHints, presetFailurePatterns, presets } from '../../index.js';
+import { codexShutdownTimeoutMs } from '../../services/presets.js';
 import { eventually, fixtureSpec, isRunning, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
@@ -101,8 +102,19 @@ describe('presets', () => {
     } finally {
       process.env.PATH = originalPath;
     }
-    expect(presets.codex({ env: { A: '1' } })).toEqual({ command: 'codex-acp', args: [], displayName: 'Codex', env: { A: '1' }, installHint: installHints.codex });
+    expect(presets.codex({ env: { A: '1' } })).toEqual({
+      command: 'codex-acp',
+      args: [],
+      displayName: 'Codex',
+      env: { A: '1' },
+      installHint: installHints.codex,
+      shutdownTimeoutMs: codexShutdownTimeoutMs,
+      failurePatterns: presetFailurePatterns.codex.map((pattern) => ({ class: pattern.class, pattern: new RegExp(pattern.source, pattern.flags ?? '') })),
+    });
     expect(presets.gemini({ displayName: 'Gemini' })).toMatchObject({ command: 'gemini', args: ['--acp'], displayName: 'Gemini' });
+    // A caller's failure patterns are tried before the preset's.
+    const mine = { class: 'auth' as const, pattern: /my token died/ };
+    expect(presets.gemini({ failurePatterns: [mine] }).failurePatterns).toEqual([mine, ...presets.gemini().failurePatterns!]);
   });
 
   it('a missing preset agent fails with not_installed and its display name', async () => {

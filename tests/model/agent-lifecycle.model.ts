@@ -7,10 +7,17 @@
  * real supervisor and checks every state against it.
  *
  * Each transition names the `agent:status` / `error` trace it must produce with the
- * `emits` action (statuses as `status`, errors as `error:<kind>`), in the order the
- * supervisor emits them. Context is kept tiny so the state space stays finite:
- * `attempt` (0..maxAttempts, what `list()[0].attempt` shows) and `retriesAllowed` (the
- * runtime's `autoRetry`: a failure now may be retried in the background).
+ * `emits` action (statuses as `status`, errors as `error:<kind>`, and the parked
+ * notifications as `agent:needs_auth` / `agent:rate_limited`), in the order the supervisor
+ * emits them. Context is kept tiny so the state space stays finite: `attempt`
+ * (0..maxAttempts, what `list()[0].attempt` shows), `retriesAllowed` (the runtime's
+ * `autoRetry`: a failure now may be retried in the background) and, only while an
+ * authenticate() start is in flight, `wrongMethod` (the caller named a method the agent
+ * does not offer).
+ *
+ * The parked states (docs/failures.md) are entered from `connected` only, by a process that
+ * dies having printed an auth failure or a rate limit with its reset time ("retry after
+ * 30s"); a parked state counts no attempt and keeps the counter it was entered with.
  */
 import { assign, setup } from 'xstate';
 
@@ -23,6 +30,8 @@ export interface LifecycleModelContext {
   attempt: number;
   /** Whether a failure now is retried in the background (set by a loss, cleared by a caller's start). */
   retriesAllowed: boolean;
+  /** In `authStarting` only: the authenticate() caller named a method the agent does not offer. */
+  wrongMethod: boolean;
 }
 
 export type LifecycleModelEvent =
@@ -35,8 +44,16 @@ export type LifecycleModelEvent =
   | { type: 'PROCESS_CRASHES' }
   | { type: 'BACKOFF_ELAPSES' }
   | { type: 'STAYS_UP' }
+  | { type: 'CRASHES_NEEDING_AUTH' }
+  | { type: 'CRASHES_RATE_LIMITED' }
+  | { type: 'LIMIT_RESETS' }
+  | { type: 'AUTHENTICATE' }
+  | { type: 'AUTHENTICATE_WRONG_METHOD' }
   | { type: 'STOP' }
   | { type: 'SHUTDOWN' };
+
+/** The rate limit's reset, as the dying process prints it ("retry after 30s"): the parked wait. */
+export const modelLimitWaitMs = 30_000;
 
 /** One entry of the observable trace: a status (`connected`) or an error (`error:agent_exited`). */
 export type TraceEntry = string;
@@ -91,6 +108,8 @@ export const agentLifecycleModel = setup({
     retriesAllowed: ({ context }) => context.retriesAllowed,
     /** A connected agent was lost and attempts remain. */
     hasAttemptsLeft: ({ context }) => context.attempt < context.maxAttempts,
+    /** The authenticate() in flight names a method the agent does not offer. */
+    wrongMethod: ({ context }) => context.wrongMethod,
   },
   actions: {
     /** Documents the expected trace; the test reads it with `transition()`. */
@@ -99,11 +118,13 @@ export const agentLifecycleModel = setup({
     resetAttempts: assign({ attempt: 0 }),
     allowRetries: assign({ retriesAllowed: true }),
     forbidRetries: assign({ retriesAllowed: false }),
+    chooseWrongMethod: assign({ wrongMethod: true }),
+    forgetMethod: assign({ wrongMethod: false }),
   },
 }).createMachine({
   id: 'lifecycle',
   description: 'The lifecycle contract of one supervised agent, with every outside stimulus as an event.',
-  context: { maxAttempts: modelMaxAttempts, attempt: 0, retriesAllowed: false },
+  context: { maxAttempts: modelMaxAttempts, attempt: 0, retriesAllowed: false, wrongMethod: false },
   initial: 'idle',
   states: {
     idle: {
@@ -183,6 +204,16 @@ export const agentLifecycleModel = setup({
             description: 'Lost again before stableAfterMs with every attempt spent: give up.',
           },
         ],
+        CRASHES_NEEDING_AUTH: {
+          target: 'needsAuth.waiting',
+          actions: ['allowRetries', emits('disconnected', 'error:agent_exited', 'needsAuth', 'agent:needs_auth')],
+          description: 'The process died having printed "401 Unauthorized — invalid API key": class auth, parked; no attempt counted, none retried.',
+        },
+        CRASHES_RATE_LIMITED: {
+          target: 'rateLimited',
+          actions: ['allowRetries', emits('disconnected', 'error:agent_exited', 'rateLimited', 'agent:rate_limited')],
+          description: 'The process died having printed "429 Too Many Requests … retry after 30s": class rate_limited, parked for 30 s; no attempt counted.',
+        },
         STOP: stop,
         SHUTDOWN: shutdown,
       },
@@ -254,6 +285,127 @@ export const agentLifecycleModel = setup({
       on: {
         ENSURE: { actions: emits(), description: 'ensureAgent(): waits for the in-flight recovery, no second process.' },
         STOP: { ...stop, description: 'stop(): cancels the backoff timer / ends the process.' },
+        SHUTDOWN: shutdown,
+      },
+    },
+    needsAuth: {
+      description: 'Parked: the agent needs a login. No automatic retry; ensureAgent() is refused at once with the auth failure.',
+      initial: 'waiting',
+      states: {
+        waiting: {
+          description: 'No process. Waits for authenticate() or reconnect() (a login made outside).',
+          on: {
+            AUTHENTICATE: {
+              target: '#lifecycle.authStarting',
+              actions: ['resetAttempts', 'forbidRetries', emits('starting')],
+              description: 'authenticate(fixture-token): no process, so a fresh start; authenticate once initialize is answered.',
+            },
+            AUTHENTICATE_WRONG_METHOD: {
+              target: '#lifecycle.authStarting',
+              actions: ['resetAttempts', 'forbidRetries', 'chooseWrongMethod', emits('starting')],
+              description: 'authenticate() with a method the agent does not offer: a fresh start all the same; the agent refuses it once initialized.',
+            },
+            MANUAL_RECONNECT: {
+              target: '#lifecycle.reconnecting.spawning',
+              actions: ['resetAttempts', 'forbidRetries', emits('reconnecting')],
+              description: 'reconnect() after logging in outside: a fresh process now, the counter reset.',
+            },
+            STOP: stopWithoutProcess,
+          },
+        },
+        refused: {
+          description: 'authenticate() was refused (auth_required): still parked, and the process it started still runs, its connection open.',
+          on: {
+            AUTHENTICATE: {
+              target: '#lifecycle.connected',
+              actions: emits('connected'),
+              description: 'authenticate(fixture-token) over the open connection: the same process, connected.',
+            },
+            AUTHENTICATE_WRONG_METHOD: {
+              actions: emits('error:auth_required', 'agent:needs_auth'),
+              description: 'Refused again over the open connection: still parked, the same process.',
+            },
+            MANUAL_RECONNECT: {
+              target: '#lifecycle.reconnecting.spawning',
+              actions: ['resetAttempts', 'forbidRetries', emits('reconnecting')],
+              description: 'reconnect(): its process is killed first (real reconnecting.replacing), then a fresh one spawns.',
+            },
+            PROCESS_CRASHES: {
+              target: 'waiting',
+              actions: emits(),
+              description: 'The process ended while parked: released; the agent stays parked with its auth failure.',
+            },
+            STOP: stop,
+          },
+        },
+      },
+      on: {
+        ENSURE: { actions: emits(), description: 'ensureAgent(): refused at once with the auth failure; nothing spawns.' },
+        SHUTDOWN: shutdown,
+      },
+    },
+    authStarting: {
+      description: 'authenticate() of a parked agent with no process: a fresh process, initialize pending, then ACP authenticate.',
+      exit: 'forgetMethod',
+      on: {
+        ENSURE: { actions: emits(), description: 'ensureAgent(): joins the start in flight, no second process.' },
+        HANDSHAKE_SUCCEEDS: [
+          {
+            guard: 'wrongMethod',
+            target: 'needsAuth.refused',
+            actions: emits('needsAuth', 'error:auth_required', 'agent:needs_auth'),
+            description: 'initialize answered, authenticate refused: parked again, the process kept; the callers get auth_required.',
+          },
+          {
+            target: 'connected',
+            actions: emits('needsAuth', 'connected'),
+            description: 'initialize answered, then authenticated (reported as needsAuth while it runs): connected.',
+          },
+        ],
+        HANDSHAKE_FAILS: {
+          target: 'disconnected.startFailed',
+          actions: emits('disconnected', 'error:handshake_failed'),
+          description: 'initialize rejected: reported to the authenticate() caller, not retried.',
+        },
+        PROCESS_CRASHES: {
+          target: 'disconnected.startFailed',
+          actions: emits('disconnected', 'error:handshake_failed'),
+          description: 'The process exited before answering initialize.',
+        },
+        HANDSHAKE_TIMES_OUT: {
+          target: 'disconnected.startFailed',
+          actions: emits('disconnected', 'error:handshake_timeout'),
+          description: 'handshakeTimeoutMs elapsed.',
+        },
+        SPAWN_FAILS_ENOENT: {
+          target: 'disconnected.startFailed',
+          actions: emits('disconnected', 'error:not_installed'),
+          description: 'The command is not installed.',
+        },
+        STOP: stop,
+        SHUTDOWN: shutdown,
+      },
+    },
+    rateLimited: {
+      description: 'Parked until the rate limit resets (30 s, from "retry after 30s"); no process. ensureAgent() is refused at once with the limit.',
+      on: {
+        LIMIT_RESETS: {
+          target: 'reconnecting.spawning',
+          actions: emits('reconnecting'),
+          description: 'The wait elapsed: an automatic restart (retried if it fails, with the counter as it was).',
+        },
+        ENSURE: { actions: emits(), description: 'ensureAgent(): refused at once with the limit and its retryAt; nothing spawns.' },
+        MANUAL_RECONNECT: {
+          target: 'reconnecting.spawning',
+          actions: ['resetAttempts', 'forbidRetries', emits('reconnecting')],
+          description: 'reconnect(): stop waiting, spawn now, the counter reset.',
+        },
+        AUTHENTICATE: {
+          target: 'authStarting',
+          actions: ['resetAttempts', 'forbidRetries', emits('starting')],
+          description: 'authenticate() (another account, say): stop waiting; no process, so a fresh start that authenticates once initialized.',
+        },
+        STOP: stopWithoutProcess,
         SHUTDOWN: shutdown,
       },
     },

@@ -157,7 +157,7 @@ export class SupervisorRun extends ModelRun {
       expect(pendingTimers(this.clock), 'timers left on the clock after shutdown').toBe(0);
       expect(this.agents.flatMap((agent) => agent.running()), 'no fixture process runs after shutdown').toEqual([]);
     } else {
-      expect(this.supervisor.actor.getSnapshot().value, 'supervisor machine').toBe('running');
+      expect(this.supervisor.actor.getSnapshot().value, 'supervisor machine').toEqual({ running: 'normal' });
       expect({ connected: count('connected'), starting: count('starting'), reconnecting: count('reconnecting') }, 'agents by status').toEqual({
         connected: context.connected,
         starting: context.starting,

@@ -16,9 +16,14 @@ export class ScriptedAgent {
   readonly pidFile: string;
   readonly command: string;
 
+  /**
+   * `settings`: control keys every spawn of this agent gets, under each plan's own (the
+   * lifecycle model's agent offers a login: `{ requireAuth: true }`).
+   */
   constructor(
     readonly files: ReturnType<typeof scratch>,
     readonly name: string,
+    readonly settings: Record<string, unknown> = {},
   ) {
     this.control = files.path(`${name}.control.json`);
     this.pidFile = `${name}.pids.txt`;
@@ -35,15 +40,18 @@ export class ScriptedAgent {
     });
   }
 
-  /** Scripts the next spawn: answer initialize, refuse it, never answer, or no command at all. */
-  plan(plan: SpawnPlan): void {
+  /**
+   * Scripts the next spawn: answer initialize, refuse it, never answer, or no command at all;
+   * `extra` control keys (e.g. `stderr`: what it prints at start) go with it.
+   */
+  plan(plan: SpawnPlan, extra: Record<string, unknown> = {}): void {
     if (plan === 'missing') {
       rmSync(this.command, { force: true });
       return;
     }
     if (!existsSync(this.command)) symlinkSync(process.execPath, this.command);
     const settings = { connect: {}, refuse: { failInitialize: true }, silent: { neverInitialize: true } }[plan];
-    this.files.control(settings, `${this.name}.control.json`);
+    this.files.control({ ...this.settings, ...settings, ...extra }, `${this.name}.control.json`);
   }
 
   /** Pids of every process this agent started, oldest first (one pid-file line per start). */
@@ -57,8 +65,11 @@ export class ScriptedAgent {
   }
 }
 
-/** Records `agent:status` (as the status) and `error` (as `error:<kind>`) per agent, in order. */
-export function recordTrace(supervisor: Supervisor) {
+/**
+ * Records `agent:status` (as the status) and `error` (as `error:<kind>`) per agent, in order;
+ * with `parked`, also `agent:needs_auth` and `agent:rate_limited` (as their event names).
+ */
+export function recordTrace(supervisor: Supervisor, options: { parked?: boolean } = {}) {
   const traces = new Map<string, string[]>();
   const chainErrors: string[] = [];
   const last = new Map<string, string>();
@@ -70,11 +81,21 @@ export function recordTrace(supervisor: Supervisor) {
     push(agent, status);
   });
   const offError = supervisor.on('error', ({ agent, kind }) => push(agent, `error:${kind}`));
+  const offParked = options.parked
+    ? [
+        supervisor.on('agent:needs_auth', ({ agent }) => push(agent, 'agent:needs_auth')),
+        supervisor.on('agent:rate_limited', ({ agent }) => push(agent, 'agent:rate_limited')),
+      ]
+    : [];
   return {
     of: (agent: string) => traces.get(agent) ?? [],
     /** `previous` of each status event that does not match the status before it. */
     chainErrors,
-    off: () => (offStatus(), offError()),
+    off: () => {
+      offStatus();
+      offError();
+      for (const off of offParked) off();
+    },
   };
 }
 
@@ -150,7 +171,10 @@ export async function dispose(supervisor: Supervisor, clock: { increment(ms: num
   let finished = false;
   void done.then(() => (finished = true));
   while (!finished && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Done at once when nothing is left to stop; otherwise move the stop ladder on every 200 ms.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise((resolve) => (timer = setTimeout(resolve, 200)))]);
+    clearTimeout(timer);
     if (!finished) clock.increment(10_000);
   }
   await new Promise((resolve) => setTimeout(resolve, 50));

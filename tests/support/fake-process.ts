@@ -37,6 +37,8 @@ export function agentInput(overrides: AgentInputOverrides = {}): AgentMachineInp
     shutdownTimeoutMs: 5_000,
     killTimeoutMs: 2_000,
     jitterSeed: 42,
+    failurePatterns: [],
+    restartsHeld: false,
     ...overrides,
     restart: { ...defaultRestartPolicy, ...overrides.restart },
   };
