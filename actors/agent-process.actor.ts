@@ -19,6 +19,7 @@ import type { ContainmentMechanism } from '../services/containment/containment.j
 import { signalGroup } from '../services/process-group.service.js';
 import { openPtyBridge } from '../services/pty/pty.bridge.js';
 import { spawnPtyProcess, type PtyProcess, type PtyScreen } from '../services/pty/pty.service.js';
+import { runtimeCommandFor, type RuntimeCommand } from '../services/runtimes/runtimes.js';
 import { openStreamJsonBridge } from '../services/stream-json/stream-json.bridge.js';
 
 /** How long a process whose ACP stream closed may take to exit before it is killed. */
@@ -164,6 +165,8 @@ interface Launched {
   errorLines(): string[];
   /** The process is gone; runs before `process.exited` is reported. */
   onExit?(exit: ProcessExit): Promise<void>;
+  /** Where the agent runs when not here (docs/runtimes.md): the stop ladder's signals and the runtime's own failures go through it. */
+  runtime?: RuntimeCommand | null;
 }
 
 /**
@@ -176,13 +179,21 @@ function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec):
   if (spec.protocol === 'pty') return launchPty(deps, agent, spec);
   const streamJson = spec.protocol === 'stream-json' ? (deps.streamJsonSession?.(agent) ?? { sessionId: randomUUID(), resume: false }) : null;
   const launched = streamJson ? { ...spec, args: [...(spec.args ?? []), streamJson.resume ? '--resume' : '--session-id', streamJson.sessionId] } : spec;
+  // Where it runs: a runtime other than this host's turns the spec into the command this host spawns.
+  const runtime = runtimeCommandFor(launched, launched.cwd ?? process.cwd());
+  const spawned: AgentSpec = runtime
+    ? { command: runtime.command, args: runtime.args, env: runtime.env ?? {}, ...(spec.runtime?.kind === 'sandbox' && launched.cwd ? { cwd: launched.cwd } : {}), ...(spec.installHint ? { installHint: spec.installHint } : {}) }
+    : launched;
   const onStderrLine = deps.onStderrLine;
-  const proc = spawnAgentProcess(launched, {
+  const proc = spawnAgentProcess(spawned, {
     stderrLines: deps.stderrLines,
-    containment: deps.containment,
+    containment: runtime && !runtime.localContainment ? null : deps.containment,
     agent,
     records: deps.records,
-    onStderrLine: onStderrLine && ((line) => onStderrLine(agent, line)),
+    onStderrLine: (line) => {
+      if (runtime?.onStderrLine?.(line)) return; // the runtime's own marker, not the agent's
+      onStderrLine?.(agent, line);
+    },
   });
   const agentSide = streamJson
     ? openStreamJsonBridge(proc, {
@@ -191,7 +202,7 @@ function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec):
         onWarning: (message) => acpOptions?.handlers?.protocolWarning?.(message),
       })
     : { input: proc.stdin, output: proc.stdout };
-  return { proc, input: agentSide.input, output: agentSide.output, errorLines: () => proc.stderr.snapshot() };
+  return { proc, input: agentSide.input, output: agentSide.output, errorLines: () => proc.stderr.snapshot(), runtime };
 }
 
 /** A CLI in a pseudo-terminal (docs/pty.md): the runtime's terminal renders it, the PTY bridge speaks ACP for it. */
@@ -202,8 +213,11 @@ function launchPty(deps: AgentProcessDependencies, agent: string, spec: AgentSpe
   let attachment: PtyAttachment | null = null;
   const bridge = openPtyBridge({ sessionId: randomUUID(), write: (input) => proc?.write(input) });
   const screen = host.screenForProcess(agent);
+  // A pty agent runs here, or in a sandbox (the spec allows no remote runtime for it).
+  const runtime = runtimeCommandFor(spec, spec.cwd ?? process.cwd());
+  const command = runtime ? { command: runtime.command, args: runtime.args, ...(runtime.env ? { env: runtime.env } : {}) } : { command: spec.command, args: spec.args ?? [], ...(spec.env ? { env: spec.env } : {}) };
   proc = spawnPtyProcess(
-    { command: spec.command, ...(spec.args ? { args: spec.args } : {}), ...(spec.env ? { env: spec.env } : {}), ...(spec.cwd ? { cwd: spec.cwd } : {}), ...(spec.installHint ? { installHint: spec.installHint } : {}) },
+    { ...command, ...(spec.cwd ? { cwd: spec.cwd } : {}), ...(spec.installHint ? { installHint: spec.installHint } : {}) },
     {
       screen,
       ...(spec.pty?.cols !== undefined ? { cols: spec.pty.cols } : {}),
@@ -266,11 +280,13 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
   let closingOnPurpose = false;
   let streamClosed = false;
   let groupGone = false; // once reaped, the pgid may be reused: never signal it again
+  let initialized = false;
 
   acp.initialize().then(
     async (initialize) => {
       const agentPid = (await proc.agentPid) ?? pid;
       if (released || !proc.isRunning()) return;
+      initialized = true;
       deps.connections.add({ agent, pid: agentPid, connection, initialize });
       report({ type: 'process.initialized', initialize });
     },
@@ -303,6 +319,10 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     connection.close();
     deps.connections.remove(agent, connection);
     groupGone = true; // `exited` resolves only after the group was reaped
+    // Before the handshake, a runtime's own failure (an unreachable host, a refused login,
+    // a changed host key, a missing container) is reported as such, not as the agent's.
+    const runtimeFailure = initialized ? null : (launched.runtime?.failureOf?.(exit, launched.errorLines()) ?? null);
+    if (runtimeFailure) report({ type: 'process.failed', kind: runtimeFailure.kind, detail: runtimeFailure.detail, stderr: launched.errorLines() });
     report({
       type: 'process.exited',
       exitCode: exit.exitCode,
@@ -321,10 +341,15 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
           proc.closeInput();
           break;
         case 'terminate':
-          proc.signalGroup('SIGTERM');
+          // Inside the runtime (a remote host, a container) when the agent is there; else its process group here.
+          if (launched.runtime?.signalInside) void launched.runtime.signalInside('SIGTERM');
+          else proc.signalGroup('SIGTERM');
           break;
         case 'kill':
-          proc.signalGroup('SIGKILL');
+          // Inside first, the local client last: a `docker exec` client has no signal proxy, and its
+          // death would lose the agent's exit status (signalInside always settles, within its timeout).
+          if (launched.runtime?.signalInside) void launched.runtime.signalInside('SIGKILL').finally(() => proc.signalGroup('SIGKILL'));
+          else proc.signalGroup('SIGKILL');
           break;
       }
     },

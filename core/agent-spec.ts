@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { invalidOptions } from './errors.js';
 import { describeSchemaIssue, noNul } from './schema.js';
 import { failureClasses, type FailureClass, type FailurePattern } from './failure-class.js';
+import { runtimeSpecSchema } from './runtime-spec.js';
 import { workspaceSpecSchema } from './workspace-spec.js';
 
 /** Node's timers fire at once for a delay above 2^31 - 1 ms: no timing may be longer. */
@@ -88,6 +89,11 @@ export const agentSpecSchema = z.strictObject({
       staleTimeoutMs: timeoutMsSchema.optional(),
     })
     .optional(),
+  /**
+   * Where the agent runs (docs/runtimes.md): `{ kind: 'local' }` (default), `'sandbox'`
+   * (bubblewrap), `'ssh'` (a remote host), `'docker'`, `'kubernetes'`.
+   */
+  runtime: runtimeSpecSchema.optional(),
   /** This agent's own handshake timeout (default: the supervisor's `handshakeTimeoutMs`). */
   handshakeTimeoutMs: timeoutMsSchema.optional(),
   /** This agent's own stop ladder: wait after closing stdin before SIGTERM (default: the supervisor's). */
@@ -95,6 +101,16 @@ export const agentSpecSchema = z.strictObject({
   /** This agent's own stop ladder: wait after SIGTERM before SIGKILL (default: the supervisor's). */
   killTimeoutMs: timeoutMsSchema.optional(),
 }).superRefine((spec, context) => {
+  const remote = spec.runtime !== undefined && spec.runtime.kind !== 'local' && spec.runtime.kind !== 'sandbox';
+  if (spec.protocol === 'pty' && remote) {
+    context.addIssue({ code: 'custom', path: ['runtime'], message: `cannot be ${spec.runtime!.kind} for protocol 'pty': a pseudo-terminal runs on this host (local or sandbox)` });
+  }
+  if (spec.workspace !== undefined && remote) {
+    context.addIssue({ code: 'custom', path: ['workspace'], message: `cannot be given with runtime ${spec.runtime!.kind}: a workspace is made on this host` });
+  }
+  if (spec.runtime?.kind === 'docker' && (spec.runtime.container === undefined) === (spec.runtime.image === undefined)) {
+    context.addIssue({ code: 'custom', path: ['runtime'], message: 'needs exactly one of container (docker exec) and image (docker run)' });
+  }
   if (spec.pty !== undefined && spec.protocol !== 'pty') {
     context.addIssue({ code: 'custom', path: ['pty'], message: "is only for protocol 'pty'" });
   }

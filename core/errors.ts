@@ -205,6 +205,14 @@ export function failureMessage(kind: AgentErrorKind, displayName: string, detail
       return `${displayName} requires authentication`;
     case 'restart_intensity':
       return `${displayName} keeps failing: automatic restarts stopped`;
+    case 'runtime_unreachable':
+      return `Could not reach the host of ${displayName}${detail ? `: ${detail}` : ''}`;
+    case 'runtime_auth_failed':
+      return `The host of ${displayName} refused the login${detail ? `: ${detail}` : ''}`;
+    case 'runtime_host_key_changed':
+      return `The host key of ${displayName}'s host does not match its known_hosts: not connecting${detail ? ` (${detail})` : ''}`;
+    case 'runtime_missing':
+      return `Where ${displayName} runs is missing${detail ? `: ${detail}` : ''}`;
     default:
       return `${displayName}: ${kind.replace(/_/g, ' ')}`;
   }

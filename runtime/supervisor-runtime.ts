@@ -177,7 +177,16 @@ export class SupervisorRuntime {
         this.journal.stderr(agent, line);
         this.events.emit('agent:stderr', { agent, line });
       },
-      acpOptions: (agent) => ({ clientCapabilities: clientCapabilities(settings.sessions.capabilities), handlers: createClientHandlers(agent, handlerDeps) }),
+      acpOptions: (agent) => {
+        // An agent on another host or in a container has its own files and shell there: this
+        // host's files and terminals are not served to it; a sandboxed agent gets no terminal
+        // (it would run here, outside its sandbox) (docs/runtimes.md).
+        const kind = this.specs.get(agent)?.runtime?.kind;
+        const remote = kind === 'ssh' || kind === 'docker' || kind === 'kubernetes';
+        const { fs, terminal } = settings.sessions.capabilities;
+        const capabilities = { fs: fs && !remote, terminal: terminal && !remote && kind !== 'sandbox' };
+        return { clientCapabilities: clientCapabilities(capabilities), handlers: createClientHandlers(agent, { ...handlerDeps, capabilities }) };
+      },
       prepareWorkspace: (agent) => {
         const workspace = this.specs.get(agent)?.workspace;
         return workspace ? this.workspaces.forAgent(agent, workspace) : null;

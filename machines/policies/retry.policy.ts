@@ -8,6 +8,8 @@ const retryableKinds: ReadonlySet<AgentErrorKind> = new Set<AgentErrorKind>([
   'handshake_failed',
   'handshake_timeout',
   'agent_exited',
+  // A remote host or its link down: it may come back (a dropped connection is an agent lost, reconnected by policy).
+  'runtime_unreachable',
 ]);
 
 /** True when an automatic restart may fix a failure of this kind. */

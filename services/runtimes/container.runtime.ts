@@ -1,0 +1,272 @@
+/**
+ * The `docker` and `kubernetes` runtimes (docs/runtimes-sandbox-containers.md): the agent runs
+ * in a container through the engine's client on this host, `docker exec -i` / `docker run -i
+ * --rm --init` or `kubectl exec -i`, under a small POSIX-sh wrapper that gives the agent a
+ * process group of its own inside the container, so the stop ladder and "nothing outlives
+ * it" hold there as they do here. Nothing here spawns but `signalInside`'s short client call.
+ */
+import { randomBytes } from 'node:crypto';
+import { execa } from 'execa';
+import type { AgentSpec } from '../../core/agent-spec.js';
+import { invalidOptions, type AgentErrorKind } from '../../core/errors.js';
+import type { RuntimeSpec } from '../../core/runtime-spec.js';
+import type { RuntimeCommand } from './runtime.js';
+
+export type DockerRuntime = Extract<RuntimeSpec, { kind: 'docker' }>;
+export type KubernetesRuntime = Extract<RuntimeSpec, { kind: 'kubernetes' }>;
+
+/** A container runtime's command, and what its wrapper reported: the pid of the agent's process group leader inside. */
+export interface ContainerRuntimeCommand extends RuntimeCommand {
+  /** The process group id inside the container (from the wrapper's marker); null until it is printed. */
+  remotePid(): number | null;
+  signalInside(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  onStderrLine(line: string): boolean;
+  failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
+}
+
+/** The line the wrapper prints on stderr before the agent's own output: `agentvisor-remote-pid <pgid>`. */
+export const remotePidMarker = 'agentvisor-remote-pid';
+const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
+
+/**
+ * The wrapper, run as `/bin/sh -c <script> agentvisor-wrapper <eofGraceS> <killGraceS> <command> <args…>`
+ * (the agent's argv travels as positional parameters: no value is ever parsed by a shell).
+ *
+ * - The *outer* shell makes a fifo in a private directory, then starts the agent under
+ *   `setsid`: a new session and process group led by the agent itself, whose pid it prints as
+ *   the marker. Before the agent's shell execs the agent (stdin: the fifo), it starts a
+ *   *feeder* in that group, which ignores SIGTERM, SIGINT and SIGHUP and copies the client's
+ *   stdin into the fifo (`cat`), then removes the directory.
+ * - So the agent reads the client's stdin as it is, and EOF once the client closes it (the
+ *   ladder's first rung). The feeder then waits: after `eofGraceS` it sends SIGTERM to the
+ *   group, after `killGraceS` more SIGKILL. A client that is gone for good (a supervisor that
+ *   crashed, a dropped connection) thus still ends an agent that ignores EOF; with a live
+ *   supervisor its own ladder (`signalInside`) comes first.
+ * - The outer shell exits with the agent's status (128 + n for a signal n), after it SIGKILLs
+ *   whatever is left in the group (the feeder, the agent's children that stayed in it). Once
+ *   the marker is out it writes nothing, so a client that is gone cannot SIGPIPE it first.
+ * - SIGTERM, SIGINT or SIGHUP to the outer shell (`docker run`'s signal proxy through
+ *   `--init`) is sent on to the group as SIGTERM.
+ *
+ * Needs `/bin/sh`, `setsid` (util-linux or busybox), `mkfifo`, `cat`, `sleep` and a writable
+ * $TMPDIR, /tmp or /dev/shm in the container.
+ */
+export const wrapperScript = [
+  'g=$1 k=$2; shift 2',
+  'command -v setsid >/dev/null 2>&1 || { echo "agentvisor-wrapper: setsid not found in the container" >&2; exit 127; }',
+  'd=; for t in "${TMPDIR:-/tmp}" /tmp /dev/shm; do d=$t/agentvisor-wrapper.$$; mkdir -m 700 "$d" 2>/dev/null && mkfifo "$d/in" && break; d=; done',
+  '[ -n "$d" ] || { echo "agentvisor-wrapper: cannot make a fifo in ${TMPDIR:-/tmp}, /tmp or /dev/shm" >&2; exit 125; }',
+  'exec 3<&0 0</dev/null',
+  "setsid /bin/sh -c '" +
+    'g=$1 k=$2 f=$3; shift 3; ' +
+    '{ trap "" HUP INT TERM; exec 4>"$f"; rm -rf "${f%/*}"; cat >&4; exec 4>&-; sleep "$g"; kill -s TERM 0; sleep "$k"; kill -s KILL 0; } <&3 >/dev/null 2>&1 & ' +
+    'exec 3<&-; exec "$@" <"$f"' +
+    '\' agentvisor-agent "$g" "$k" "$d/in" "$@" &',
+  'p=$!',
+  'exec 3<&-',
+  `echo "${remotePidMarker} $p" >&2`,
+  // The outer shell says nothing more: a client gone for good must not kill it by SIGPIPE (dash reports a job killed by a signal).
+  'exec >/dev/null 2>&1',
+  'trap \'kill -s TERM -- "-$p" 2>/dev/null\' HUP INT TERM',
+  'wait "$p"; c=$?',
+  'while kill -s 0 "$p" 2>/dev/null; do wait "$p"; c=$?; done',
+  'kill -s KILL -- "-$p" 2>/dev/null; rm -rf "$d"',
+  'exit "$c"',
+].join('\n');
+
+/**
+ * The signal the ladder sends into the container: `kill` of the shell, not a `kill` binary
+ * (slim images have none), in the one form dash, bash and busybox all accept for a group.
+ */
+export const signalScript = 'kill -s "$1" -- "-$2"';
+
+/** How long a client's `signalInside` call may take before it is killed. */
+export const signalTimeoutMs = 5_000;
+
+/** The supervisor's own defaults (api/options.ts), for a spec that sets no ladder timing. */
+const defaultShutdownTimeoutMs = 5_000;
+const defaultKillTimeoutMs = 2_000;
+
+/** The wrapper's argv around the agent's: its grace periods are one second longer than the spec's ladder, so a live supervisor acts first. */
+export function wrapperArgv(spec: AgentSpec, agentArgv: readonly string[]): string[] {
+  const seconds = (ms: number) => String(Math.ceil(ms / 1000) + 1);
+  const eofGrace = seconds(spec.shutdownTimeoutMs ?? defaultShutdownTimeoutMs);
+  const killGrace = seconds(spec.killTimeoutMs ?? defaultKillTimeoutMs);
+  return ['/bin/sh', '-c', wrapperScript, 'agentvisor-wrapper', eofGrace, killGrace, ...agentArgv];
+}
+
+/**
+ * `docker exec -i [-e K…] [-w cwd] -- <container> <wrapper>` into a running container, or
+ * `docker run -i --rm --init --name <name> [runArgs…] [-e K…] [-w cwd] -- <image> <wrapper>`.
+ *
+ * Env: `-e K` names only; docker's client takes each value from its own environment
+ * (`RuntimeCommand.env`), so no value is in an argv `ps` shows, here or in the container.
+ * `cwd` is a path inside the container. `--` ends docker's options, so a container or image
+ * named like an option is never read as one. `run` names its container (`agentvisor-<hex>`,
+ * or the `--name` in `runArgs`) so that `signalInside` can reach it.
+ */
+export function dockerCommand(spec: AgentSpec, runtime: DockerRuntime, options: { docker?: string; name?: string } = {}): ContainerRuntimeCommand {
+  const docker = options.docker ?? 'docker';
+  const env = Object.keys(spec.env ?? {}).flatMap((name) => ['-e', name]);
+  const workdir = spec.cwd !== undefined ? ['-w', spec.cwd] : [];
+  const wrapper = wrapperArgv(spec, [spec.command, ...(spec.args ?? [])]);
+  let target: string;
+  let args: string[];
+  if (runtime.container !== undefined) {
+    target = runtime.container;
+    args = ['exec', '-i', ...env, ...workdir, '--', runtime.container, ...wrapper];
+  } else if (runtime.image !== undefined) {
+    const runArgs = runtime.runArgs ?? [];
+    const named = nameIn(runArgs);
+    target = named ?? options.name ?? `agentvisor-${randomBytes(6).toString('hex')}`;
+    args = ['run', '-i', '--rm', '--init', ...(named ? [] : ['--name', target]), ...runArgs, ...env, ...workdir, '--', runtime.image, ...wrapper];
+  } else {
+    throw invalidOptions('A docker runtime needs a container (docker exec) or an image (docker run)');
+  }
+  return containerCommand({
+    command: docker,
+    args,
+    ...(spec.env ? { env: spec.env } : {}),
+    signalArgs: (signal, pgid) => ['exec', '--', target, '/bin/sh', '-c', signalScript, 'agentvisor-signal', signal, pgid],
+    failureOf: dockerFailure,
+  });
+}
+
+/**
+ * `kubectl [--kubeconfig K] [--context C] exec -i [-n ns] <pod> [-c container] -- <wrapper>`.
+ *
+ * Env: `kubectl exec` has no flag for it and the pod's spec cannot change, so the values
+ * travel in the command: `env -- K=V… <command>` inside the wrapper. They are visible in the
+ * argv of the local kubectl and of the process in the container (`ps`). The better way, the
+ * values written to the wrapper's stdin before the agent's stream, needs a stdin preamble
+ * the runtime seam does not have yet; until then, secrets belong in the pod's own env
+ * (a Secret), not in `spec.env`.
+ */
+export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, options: { kubectl?: string } = {}): ContainerRuntimeCommand {
+  const kubectl = options.kubectl ?? 'kubectl';
+  const global = [
+    ...(runtime.kubeconfig !== undefined ? ['--kubeconfig', runtime.kubeconfig] : []),
+    ...(runtime.context !== undefined ? ['--context', runtime.context] : []),
+  ];
+  // A pod named like an option ("-x", never valid in Kubernetes) is named as pod/-x: never read as a flag.
+  const pod = runtime.pod.startsWith('-') ? `pod/${runtime.pod}` : runtime.pod;
+  const where = [...(runtime.namespace !== undefined ? ['-n', runtime.namespace] : []), pod, ...(runtime.container !== undefined ? ['-c', runtime.container] : [])];
+  const env = Object.entries(spec.env ?? {}).map(([name, value]) => `${name}=${value}`);
+  const agentArgv = [...(env.length > 0 ? ['env', '--', ...env] : []), spec.command, ...(spec.args ?? [])];
+  const cd = spec.cwd !== undefined ? ['/bin/sh', '-c', 'cd -- "$1" && shift && exec "$@"', 'agentvisor-cwd', spec.cwd] : [];
+  return containerCommand({
+    command: kubectl,
+    args: [...global, 'exec', '-i', ...where, '--', ...wrapperArgv(spec, [...cd, ...agentArgv])],
+    signalArgs: (signal, pgid) => {
+      const timeout = ['--request-timeout', `${signalTimeoutMs / 1000}s`];
+      return [...global, ...timeout, 'exec', ...where, '--', '/bin/sh', '-c', signalScript, 'agentvisor-signal', signal, pgid];
+    },
+    failureOf: kubernetesFailure,
+  });
+}
+
+interface ContainerParts {
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+  signalArgs(signal: 'TERM' | 'KILL', pgid: string): string[];
+  failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
+}
+
+/**
+ * The parts every container runtime shares. `localContainment` is true: the local client is
+ * an ordinary process here, and containing it means a supervisor that dies takes its clients
+ * with it, which closes each wrapper's stdin, which ends each agent (see {@link wrapperScript}).
+ */
+function containerCommand(parts: ContainerParts): ContainerRuntimeCommand {
+  let pgid: number | null = null;
+  return {
+    command: parts.command,
+    args: parts.args,
+    ...(parts.env ? { env: parts.env } : {}),
+    localContainment: true,
+    remotePid: () => pgid,
+    onStderrLine(line) {
+      const marker = markerLine.exec(line.trim());
+      if (!marker) return false;
+      pgid ??= Number(marker[1]);
+      return true;
+    },
+    async signalInside(signal) {
+      if (pgid === null) return; // the wrapper has not started the agent: the local signal is all there is
+      await execa(parts.command, parts.signalArgs(signal === 'SIGTERM' ? 'TERM' : 'KILL', String(pgid)), {
+        stdin: 'ignore',
+        stdout: 'ignore',
+        stderr: 'ignore',
+        reject: false,
+        timeout: signalTimeoutMs,
+        forceKillAfterDelay: 1_000,
+      }).catch(() => {});
+    },
+    failureOf: parts.failureOf,
+  };
+}
+
+/** The `--name` in docker run arguments, if any. */
+function nameIn(runArgs: readonly string[]): string | null {
+  for (let i = 0; i < runArgs.length; i++) {
+    const arg = runArgs[i] ?? '';
+    if (arg === '--name') return runArgs[i + 1] ?? null;
+    if (arg.startsWith('--name=')) return arg.slice('--name='.length);
+  }
+  return null;
+}
+
+type Failure = { kind: AgentErrorKind; detail: string } | null;
+
+/** The wrapper's own failures, in any container. */
+function wrapperFailure(exit: { exitCode: number | null }, stderr: readonly string[], where: string): Failure {
+  for (const line of stderr) {
+    if (line.startsWith('agentvisor-wrapper: setsid not found')) {
+      return { kind: 'runtime_missing', detail: `${where} has no setsid (util-linux or busybox): ${line}` };
+    }
+    if (exit.exitCode === 127 && /^agentvisor-(agent|cwd): .*not found$|^(\/usr\/bin\/)?env: .*: No such file or directory$/.test(line)) {
+      return { kind: 'runtime_missing', detail: `the agent's command is not installed in ${where}: ${line}` };
+    }
+    if (/^agentvisor-cwd: .*\bcd\b/.test(line)) return { kind: 'runtime_missing', detail: `the agent's cwd does not exist in ${where}: ${line}` };
+    if (/exec: "?\/bin\/sh"?: .*(no such file|not found)/i.test(line)) return { kind: 'runtime_missing', detail: `${where} has no /bin/sh: ${line}` };
+  }
+  return null;
+}
+
+/** docker's own failures: the container, the image, the daemon. Null: the agent's. */
+export function dockerFailure(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): Failure {
+  const text = (pattern: RegExp) => stderr.find((line) => pattern.test(line));
+  let line: string | undefined;
+  if ((line = text(/Cannot connect to the Docker daemon|error during connect|Is the docker daemon running/i))) return { kind: 'runtime_unreachable', detail: line };
+  if ((line = text(/permission denied while trying to connect to the Docker daemon/i))) return { kind: 'runtime_auth_failed', detail: line };
+  if ((line = text(/No such container:/i))) return { kind: 'runtime_missing', detail: line };
+  if ((line = text(/Error response from daemon: .*is not running|Error response from daemon: .*is paused|Error response from daemon: .*is restarting/i))) {
+    return { kind: 'runtime_missing', detail: line };
+  }
+  if (exit.exitCode === 125 && (line = text(/Unable to find image|pull access denied|manifest unknown|repository does not exist|invalid reference format/i))) {
+    return { kind: 'runtime_missing', detail: stderr.filter((l) => /image|pull access|manifest|repository|reference/i.test(l)).join(' ') || line };
+  }
+  if ((line = text(/^OCI runtime exec failed|^docker: Error response from daemon: failed to create (shim|task)/))) return { kind: 'runtime_missing', detail: line };
+  return wrapperFailure(exit, stderr, 'the container');
+}
+
+/** kubectl's own failures: the pod, the cluster, the credentials. Null: the agent's. */
+export function kubernetesFailure(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): Failure {
+  const text = (pattern: RegExp) => stderr.find((line) => pattern.test(line));
+  let line: string | undefined;
+  if ((line = text(/Unable to connect to the server|The connection to the server .* was refused|dial tcp .*(connection refused|i\/o timeout|no such host)/i))) {
+    return { kind: 'runtime_unreachable', detail: line };
+  }
+  if ((line = text(/You must be logged in to the server|\(Unauthorized\)/))) return { kind: 'runtime_auth_failed', detail: line };
+  if ((line = text(/Error from server \(Forbidden\)|\bis forbidden\b/))) return { kind: 'runtime_auth_failed', detail: line };
+  if ((line = text(/Error from server \(NotFound\)/))) return { kind: 'runtime_missing', detail: line };
+  const notThere = /container not found|is not valid for pod|cannot exec into a container in a completed pod|does not have a host assigned|pod .* is not running/i;
+  if ((line = text(notThere))) {
+    return { kind: 'runtime_missing', detail: line };
+  }
+  if ((line = text(/^error: (context .* does not exist|no context exists)|^Error in configuration:|^error: stat .*: no such file or directory/))) {
+    return { kind: 'runtime_missing', detail: line };
+  }
+  return wrapperFailure(exit, stderr, 'the pod');
+}

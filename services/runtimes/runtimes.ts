@@ -1,0 +1,31 @@
+/**
+ * An agent's runtime (docs/runtimes.md), as the command this host spawns: null for `local`
+ * (the agent's own command, under the supervisor's containment); bubblewrap for `sandbox`;
+ * ssh for `ssh`; docker or kubectl for containers. The process actor spawns what this returns
+ * and drives the stop ladder through it: no machine knows where an agent runs.
+ */
+import type { AgentSpec } from '../../core/agent-spec.js';
+import { dockerCommand, kubernetesCommand } from './container.runtime.js';
+import type { RuntimeCommand } from './runtime.js';
+import { sandboxCommand } from './sandbox.runtime.js';
+import { sshCommand } from './ssh.runtime.js';
+
+export type { RuntimeCommand };
+
+/** What to spawn for `spec` (its `cwd` already resolved: the workspace, or the host's); null: run it here as it is. */
+export function runtimeCommandFor(spec: AgentSpec, cwd: string): RuntimeCommand | null {
+  const runtime = spec.runtime;
+  switch (runtime?.kind) {
+    case undefined:
+    case 'local':
+      return null;
+    case 'sandbox':
+      return sandboxCommand(spec, runtime, { cwd });
+    case 'ssh':
+      return sshCommand(spec, runtime);
+    case 'docker':
+      return dockerCommand(spec, runtime);
+    case 'kubernetes':
+      return kubernetesCommand(spec, runtime);
+  }
+}
