@@ -203,6 +203,7 @@ export class Supervisor {
    */
   async newSession(agent: string, options: NewSessionOptions = {}): Promise<Session> {
     agentName(agent);
+    options ??= {}; // null as "no options": validated as {} below, and never dereferenced as null
     const settings = this.sessionSettings(options);
     return this.inWorkspace(agent, settings, async (settings) => {
       if (options.resume) {
@@ -220,6 +221,7 @@ export class Supervisor {
    */
   async loadSession(agent: string, sessionId: string, options: SessionOptions = {}): Promise<Session> {
     agentName(agent);
+    options ??= {};
     if (typeof sessionId !== 'string' || sessionId === '') throw invalidOptions('A session id must be a non-empty string');
     const settings = this.sessionSettings(options);
     return this.inWorkspace(agent, settings, (settings) => this.openLoaded(agent, sessionId, settings, options.signal));
@@ -306,6 +308,7 @@ export class Supervisor {
    * cannot load sessions (never a silent fresh session).
    */
   async resumeSession(sessionId: string, options: SessionOptions & { agent?: string } = {}): Promise<Session> {
+    options ??= {};
     const stored = await this.runtime.reader.find(sessionId, options.agent);
     return this.loadSession(stored.agent, sessionId, { ...(options.workspace ? {} : { cwd: stored.cwd }), ...options });
   }

@@ -260,9 +260,9 @@ export function abortedError(what: string, signal: AbortSignal): AgentError {
   return new AgentError('aborted', `Waiting for "${what}" was aborted`, { agent: what, cause: signal.reason });
 }
 
-/** `auth_required`, with the methods the agent offers. */
+/** `auth_required`, with the methods the agent offers: class `auth`, never retried by itself (docs/failures.md). */
 export function authRequired(agent: string, message: string, authMethods: AuthMethodSummary[], cause?: unknown): AgentError {
-  return new AgentError('auth_required', message, { agent, cause, authMethods });
+  return new AgentError('auth_required', message, { agent, cause, authMethods, classInfo: { class: 'auth', retryable: false, retryAt: null } });
 }
 
 /** `store_failed`: what failed, naming the file when there is one, with the error that caused it. */

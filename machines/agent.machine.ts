@@ -590,7 +590,11 @@ export const agentMachine = setup({
                   'failSessions',
                   'failStarts',
                 ],
-                description: 'The connection closed during authenticate: the agent was lost (its exit follows).',
+                // The one way a lost process leaves authenticating: its connection closes (the
+                // process actor closes it at the exit at the latest), failing the request. An exit
+                // reported a moment earlier is not handled here, so the outcome never depends on
+                // which of the two comes first.
+                description: 'The connection closed during authenticate: the agent was lost; its callers learn it now, the restart policy goes on without the login.',
               },
               {
                 target: 'waiting',
@@ -605,17 +609,6 @@ export const agentMachine = setup({
           },
           on: {
             ...joinStart('authenticate() is under way: wait for its outcome.'),
-            'process.exited': {
-              target: '#agent.disconnected',
-              actions: [
-                { type: 'recordFailure', params: ({ context, event }) => ({ failure: exitFailure('agent_exited', context, event), at: event.at }) },
-                'releaseProcess',
-                'allowAutoRetry',
-                'failSessions',
-                'failStarts',
-              ],
-              description: 'The process was lost during authenticate: its callers learn it now; the restart policy goes on without the login.',
-            },
           },
         },
       },

@@ -587,7 +587,7 @@ export const agentMachine = setup({
                   'failSessions',
                   'failStarts',
                 ],
-                description: 'The connection closed during authenticate: the agent was lost (its exit follows).',
+                description: 'The connection closed during authenticate: the agent was lost; its callers learn it now, the restart policy goes on without the login.',
               },
               {
                 target: 'waiting',
@@ -608,17 +608,6 @@ export const agentMachine = setup({
             authenticate: {
               actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
               description: 'authenticate() is under way: wait for its outcome. Authenticate once initialize is answered.',
-            },
-            'process.exited': {
-              target: '#agent.disconnected',
-              actions: [
-                { type: 'recordFailure' },
-                'releaseProcess',
-                'allowAutoRetry',
-                'failSessions',
-                'failStarts',
-              ],
-              description: 'The process was lost during authenticate: its callers learn it now; the restart policy goes on without the login.',
             },
           },
         },

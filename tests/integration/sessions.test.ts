@@ -196,6 +196,7 @@ describe('authentication', () => {
     const refused = (await env.supervisor.newSession('fixture', { cwd: env.files.dir }).catch((error: unknown) => error)) as AgentError;
     expect(refused).toBeInstanceOf(AgentError);
     expect(refused.kind).toBe('auth_required');
+    expect(refused).toMatchObject({ class: 'auth', retryable: false, retryAt: null });
     expect(refused.authMethods).toEqual([expect.objectContaining({ id: 'fixture-token', name: 'Fixture token' })]);
     // Parked, never retried: the same process waits for authenticate().
     const pid = env.supervisor.list()[0]!.pid;

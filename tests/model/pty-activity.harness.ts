@@ -272,6 +272,12 @@ export class PtyActivityRun extends ModelRun {
 
   private async outputAfter(at: number, expected: string, what: string): Promise<void> {
     await settle(() => this.output.slice(at).includes(expected), () => `${what} (${JSON.stringify(expected)}); printed since: ${JSON.stringify(this.output.slice(at))}`);
+    // Readline may follow its prompt with a cursor move in a chunk of its own, a moment later:
+    // wait until the output holds still, so that no late chunk lands after the next clock step.
+    for (let length = -1; length !== this.output.length; ) {
+      length = this.output.length;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
   }
 
   /** What differs between the real terminal and agent and the model state (empty once settled). */
