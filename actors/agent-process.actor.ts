@@ -12,9 +12,8 @@ import type { AgentSpec } from '../core/agent-spec.js';
 import { describeError } from '../core/errors.js';
 import type { AgentProcessInput, ProcessCommand, ProcessEvent } from '../machines/agent-events.js';
 import { openAcpConnection, type AcpClientOptions } from '../services/acp-client.service.js';
-import { spawnAgentProcess, type ProcessExit, type SpawnFailure } from '../services/agent-process.service.js';
+import { spawnAgentProcess, type ProcessExit, type SupervisedProcess } from '../services/agent-process.service.js';
 import type { AgentRecords } from '../services/agent-records.service.js';
-import type { ContainmentKind } from '../core/containment-kind.js';
 import type { ContainmentMechanism } from '../services/containment/containment.js';
 import { signalGroup } from '../services/process-group.service.js';
 import { openPtyBridge } from '../services/pty/pty.bridge.js';
@@ -143,21 +142,9 @@ interface RunningProcess {
   release(): void;
 }
 
-/** The process as the actor drives it, whatever it runs in (a pipe-connected child, a PTY). */
-interface SpawnedProcess {
-  readonly pid: number | undefined;
-  readonly agentPid: Promise<number | undefined>;
-  readonly containment: ContainmentKind | null;
-  readonly spawnFailure: Promise<SpawnFailure | null>;
-  readonly exited: Promise<ProcessExit>;
-  isRunning(): boolean;
-  closeInput(): void;
-  signalGroup(signal: NodeJS.Signals): void;
-}
-
 /** One launched agent: its process, the agent side of its ACP connection, and where its errors are written. */
 interface Launched {
-  proc: SpawnedProcess;
+  proc: SupervisedProcess;
   /** The ACP agent's stdin and stdout: the child's own, or a bridge in front of it. */
   input: Writable;
   output: Readable;

@@ -7,7 +7,7 @@
 import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import { describeError, failureMessage, type AgentFailure, type AuthMethodSummary, type CommandResult } from '../core/errors.js';
-import type { FailureClass, FailureEvidence, FailurePattern, FailurePhase } from '../core/failure-class.js';
+import type { FailureEvidence, FailurePattern, FailurePhase } from '../core/failure-class.js';
 import type {
   AgentCommand,
   AgentEmitted,
@@ -131,19 +131,6 @@ export function waitForLimit(context: AgentContext): number | null {
   return policy ? parkedWaitMs(policy, context.lastError?.retryAt ?? null, context.now) : null;
 }
 
-/**
- * A runtime's own failures (docs/runtimes.md) have a class by their kind: a refused login, a
- * changed host key or a missing container need a person (config, never retried by itself —
- * and not `auth`: `authenticate()` is the agent's login, not the host's); an unreachable
- * host may come back (crash: the backoff schedule).
- */
-const runtimeFailureClasses: Partial<Record<string, FailureClass>> = {
-  runtime_auth_failed: 'config',
-  runtime_host_key_changed: 'config',
-  runtime_missing: 'config',
-  runtime_unreachable: 'crash',
-};
-
 /** Failures of spawning: no restart can fix them. */
 const spawnKinds: ReadonlySet<string> = new Set(['not_installed', 'spawn_failed', 'workspace_failed']);
 
@@ -159,8 +146,7 @@ export function classified(context: AgentContext, failure: AgentFailure, phase: 
     rpcCode: rpc.code ?? null,
     ...(rpc.data !== undefined ? { rpcData: rpc.data } : {}),
   };
-  const runtimeClass = runtimeFailureClasses[failure.kind];
-  const { class: failureClass, retryAt } = runtimeClass ? { class: runtimeClass, retryAt: null } : classifyFailure(evidence, context.failurePatterns, at);
+  const { class: failureClass, retryAt } = classifyFailure(evidence, context.failurePatterns, at);
   const policy = context.restart.policies[failureClass] ?? { action: 'retry' };
   return {
     ...failure,

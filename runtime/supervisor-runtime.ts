@@ -23,6 +23,7 @@ import { sessionMachine } from '../machines/session.machine.js';
 import { supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
 import { acpMethods } from '../services/acp-client.service.js';
 import { AgentRecords, type SweepResult } from '../services/agent-records.service.js';
+import { servedCapabilities } from '../services/runtimes/runtimes.js';
 import type { Retention } from '../core/store.js';
 import { EventHub } from '../util/event-hub.js';
 import { clientCapabilities, createClientHandlers } from './acp-client-handlers.js';
@@ -178,13 +179,7 @@ export class SupervisorRuntime {
         this.events.emit('agent:stderr', { agent, line });
       },
       acpOptions: (agent) => {
-        // An agent on another host or in a container has its own files and shell there: this
-        // host's files and terminals are not served to it; a sandboxed agent gets no terminal
-        // (it would run here, outside its sandbox) (docs/runtimes.md).
-        const kind = this.specs.get(agent)?.runtime?.kind;
-        const remote = kind === 'ssh' || kind === 'docker' || kind === 'kubernetes';
-        const { fs, terminal } = settings.sessions.capabilities;
-        const capabilities = { fs: fs && !remote, terminal: terminal && !remote && kind !== 'sandbox' };
+        const capabilities = servedCapabilities(this.specs.get(agent)?.runtime?.kind, settings.sessions.capabilities);
         return { clientCapabilities: clientCapabilities(capabilities), handlers: createClientHandlers(agent, { ...handlerDeps, capabilities }) };
       },
       prepareWorkspace: (agent) => {

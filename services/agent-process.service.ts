@@ -31,8 +31,11 @@ export interface SpawnFailure {
   installHint?: string;
 }
 
-/** A running (or failed-to-spawn) agent process. */
-export interface AgentProcess {
+/**
+ * What the process actor drives, whatever the process runs in (pipes here, a PTY in
+ * services/pty/pty.service.ts): the pids, the outcome, and the stop ladder's rungs.
+ */
+export interface SupervisedProcess {
   /**
    * The spawned pid, which is also the process group id; undefined when the spawn failed.
    * Under a containment wrapper it is the wrapper's pid: see `agentPid`.
@@ -42,9 +45,6 @@ export interface AgentProcess {
   readonly agentPid: Promise<number | undefined>;
   /** The containment in effect for this process; null: its process group only. */
   readonly containment: ContainmentKind | null;
-  readonly stdin: Writable;
-  readonly stdout: Readable;
-  readonly stderr: StderrTail;
   /** Resolves with the spawn failure, or null once the process is running. */
   readonly spawnFailure: Promise<SpawnFailure | null>;
   /**
@@ -58,6 +58,13 @@ export interface AgentProcess {
   closeInput(): void;
   /** Signals the whole process group; no-op once it is gone. */
   signalGroup(signal: NodeJS.Signals): void;
+}
+
+/** A running (or failed-to-spawn) agent process, talked to over pipes. */
+export interface AgentProcess extends SupervisedProcess {
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: StderrTail;
 }
 
 /** How long output pipes may stay open after the process group is gone (held by an escapee). */

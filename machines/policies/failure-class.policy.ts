@@ -94,8 +94,22 @@ const cliUsageError =
   /\b(?:unknown|unrecogni[sz]ed) (?:option|argument|flag|command)s?\b|\bunexpected argument\b|(?<!EINVAL: )\binvalid (?:option|argument)s?\b|\bcommand not found\b/i;
 const spawnSetupError = /\b(?:ENOENT|EACCES)\b/;
 
+/**
+ * A runtime's own failures (docs/runtimes.md) by their kind: a refused login, a changed host
+ * key or a missing container need a person (config — not `auth`: `authenticate()` is the
+ * agent's login, not the host's); an unreachable host may come back (crash: the backoff).
+ */
+const runtimeKindClasses: Readonly<Record<string, FailureClass>> = {
+  runtime_auth_failed: 'config',
+  runtime_host_key_changed: 'config',
+  runtime_missing: 'config',
+  runtime_unreachable: 'crash',
+};
+
 function structural(evidence: FailureEvidence, texts: readonly string[]): Decision | null {
   const { kind, exitCode } = evidence;
+  const runtimeClass = runtimeKindClasses[kind];
+  if (runtimeClass) return fact(runtimeClass, `kind ${kind}`, evidence.detail);
   if (kind === 'not_installed' || kind === 'workspace_failed') return fact('config', `kind ${kind}`, evidence.detail);
   if (kind === 'spawn_failed') {
     const text = texts.find((candidate) => spawnSetupError.test(candidate));

@@ -8,9 +8,8 @@
  * to the bridge with `idle()` — and fails like any agent's when the process exits. One
  * session per process (docs/pty.md).
  */
-import { PassThrough, type Readable, type Writable } from 'node:stream';
-import type { ContentBlock } from '../../core/acp-types.js';
-import { promptText } from '../stream-json/stream-json.bridge.js';
+import type { Readable, Writable } from 'node:stream';
+import { bridgeErrorCodes, openBridgeEndpoint, promptOf, promptText } from '../acp-bridge.js';
 
 export interface PtyBridgeOptions {
   /** The id of the one session this process serves. */
@@ -41,12 +40,6 @@ export function plainText(data: string): string {
   return data.replace(escapeSequences, '');
 }
 
-interface JsonRpcMessage {
-  id?: string | number | null;
-  method?: string;
-  params?: Record<string, unknown>;
-}
-
 const initializeResult = {
   protocolVersion: 1,
   agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: false } },
@@ -56,87 +49,51 @@ const initializeResult = {
 
 /** Opens the bridge; `feed`, `idle` and `end` come from the PTY and its activity machine. */
 export function openPtyBridge(options: PtyBridgeOptions): PtyBridge {
-  const input = new PassThrough();
-  const output = new PassThrough();
-  let ended = false;
   let sessionOpen = false;
-  let turn: { id: string | number; cancelled: boolean } | null = null;
+  let turn: { id: string | number } | null = null;
 
-  const send = (message: object) => {
-    if (!ended) output.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
-  };
-  const respond = (id: string | number, result: unknown) => send({ id, result });
-  const fail = (id: string | number, code: number, message: string) => send({ id, error: { code, message } });
-
-  function fromClient(line: string): void {
-    let message: JsonRpcMessage;
-    try {
-      message = JSON.parse(line) as JsonRpcMessage;
-    } catch {
-      return;
-    }
-    const { id, method, params = {} } = message;
-    if (typeof method !== 'string') return;
-    if (id === undefined || id === null) {
+  const client = openBridgeEndpoint({
+    request(id, method, params) {
+      switch (method) {
+        case 'initialize':
+          return client.respond(id, initializeResult);
+        case 'session/new':
+          if (sessionOpen) return client.fail(id, bridgeErrorCodes.internal, 'A pty agent holds one session per process: start another agent for another session');
+          sessionOpen = true;
+          return client.respond(id, { sessionId: options.sessionId });
+        case 'session/prompt':
+          if (params.sessionId !== options.sessionId) return client.fail(id, bridgeErrorCodes.resourceNotFound, `Unknown session ${String(params.sessionId)}`);
+          if (turn) return client.fail(id, bridgeErrorCodes.internal, 'A turn is already running');
+          turn = { id };
+          return options.write(`${promptText(promptOf(params))}\r`);
+        default:
+          return client.fail(id, bridgeErrorCodes.methodNotFound, `Method not found: ${method}`);
+      }
+    },
+    notification(method, params) {
       // session/cancel: Ctrl-C, as a person at the terminal would; the turn ends cancelled at once.
-      if (method === 'session/cancel' && turn && params.sessionId === options.sessionId) {
-        turn.cancelled = true;
-        options.write('\x03');
-        const current = turn;
-        turn = null;
-        respond(current.id, { stopReason: 'cancelled' });
-      }
-      return;
-    }
-    switch (method) {
-      case 'initialize':
-        return respond(id, initializeResult);
-      case 'session/new':
-        if (sessionOpen) return fail(id, -32603, 'A pty agent holds one session per process: start another agent for another session');
-        sessionOpen = true;
-        return respond(id, { sessionId: options.sessionId });
-      case 'session/prompt': {
-        if (params.sessionId !== options.sessionId) return fail(id, -32002, `Unknown session ${String(params.sessionId)}`);
-        if (turn) return fail(id, -32603, 'A turn is already running');
-        turn = { id, cancelled: false };
-        options.write(`${promptText(Array.isArray(params.prompt) ? (params.prompt as ContentBlock[]) : [])}\r`);
-        return;
-      }
-      default:
-        return fail(id, -32601, `Method not found: ${method}`);
-    }
-  }
-
-  let buffered = '';
-  input.setEncoding('utf8');
-  input.on('data', (chunk: string) => {
-    buffered += chunk;
-    let newline = buffered.indexOf('\n');
-    while (newline !== -1) {
-      const line = buffered.slice(0, newline);
-      buffered = buffered.slice(newline + 1);
-      if (line.trim() !== '') fromClient(line);
-      newline = buffered.indexOf('\n');
-    }
+      if (method !== 'session/cancel' || !turn || params.sessionId !== options.sessionId) return;
+      options.write('\x03');
+      const current = turn;
+      turn = null;
+      client.respond(current.id, { stopReason: 'cancelled' });
+    },
   });
 
   return {
-    input,
-    output,
+    input: client.input,
+    output: client.output,
     feed(data) {
       if (!turn || !sessionOpen) return;
       const text = plainText(data);
-      if (text !== '') send({ method: 'session/update', params: { sessionId: options.sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } } });
+      if (text !== '') client.notify('session/update', { sessionId: options.sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } });
     },
     idle() {
       if (!turn) return;
       const current = turn;
       turn = null;
-      respond(current.id, { stopReason: 'end_turn' });
+      client.respond(current.id, { stopReason: 'end_turn' });
     },
-    end() {
-      ended = true;
-      output.end();
-    },
+    end: () => client.end(),
   };
 }

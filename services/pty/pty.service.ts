@@ -9,9 +9,8 @@ import { spawn as forkPty, type IDisposable, type IPty } from '@lydell/node-pty'
 import xterm, { type Terminal } from '@xterm/headless';
 import { statSync } from 'node:fs';
 import { constants } from 'node:os';
-import type { ProcessExit, SpawnFailure } from '../agent-process.service.js';
+import type { ProcessExit, SpawnFailure, SupervisedProcess } from '../agent-process.service.js';
 import type { AgentRecords } from '../agent-records.service.js';
-import type { ContainmentKind } from '../containment/containment.js';
 import { startTimeOf } from '../containment/proc-table.js';
 import { executableProblem } from '../executable.js';
 import { signalGroup, waitForGroupExit } from '../process-group.service.js';
@@ -207,31 +206,18 @@ export interface PtySpawnOptions {
   records?: AgentRecords | null;
 }
 
-/** A process in a PTY; the same stop ladder as `AgentProcess` (closeInput, SIGTERM, SIGKILL of the group). */
-export interface PtyProcess {
-  /** The process's pid, also its session and process group id; undefined when the spawn failed. */
-  readonly pid: number | undefined;
-  /** The same pid (no containment wrapper runs a PTY child). */
-  readonly agentPid: Promise<number | undefined>;
-  /** Always null: a PTY child runs in its own session and process group only (docs/pty.md). */
-  readonly containment: ContainmentKind | null;
-  /** Resolves with the spawn failure, or null once the process is running. */
-  readonly spawnFailure: Promise<SpawnFailure | null>;
-  /**
-   * Resolves once the process has exited, what is left of its group is killed and gone, and
-   * node-pty's listeners and file descriptor are released (never rejects).
-   */
-  readonly exited: Promise<ProcessExit>;
-  /** True until the process exits. */
-  isRunning(): boolean;
+/**
+ * A process in a PTY, driven by the same stop ladder as `AgentProcess`: its pid is also its
+ * session and process group id; `agentPid` is the same pid; `containment` is always null (a
+ * PTY child runs in its own session and process group only: docs/pty.md); `exited` also
+ * waits for node-pty's listeners and file descriptor to be released; `closeInput` types
+ * Ctrl-D (end of input for a line-reading CLI).
+ */
+export interface PtyProcess extends SupervisedProcess {
   /** Types into the terminal (as keystrokes: `\r` is Enter). Ignored once the process exited. */
   write(input: string): void;
   /** Resizes the PTY (the process gets SIGWINCH) and the screen. */
   resize(cols: number, rows: number): void;
-  /** First rung of the stop ladder: Ctrl-D (end of input for a line-reading CLI). */
-  closeInput(): void;
-  /** Signals the whole process group; no-op once the process is gone. */
-  signalGroup(signal: NodeJS.Signals): void;
 }
 
 /** End of input, as a terminal sends it: Ctrl-D. */

@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import { invalidOptions, type AgentErrorKind } from '../../core/errors.js';
 import type { RuntimeSpec } from '../../core/runtime-spec.js';
-import type { RuntimeCommand } from './runtime.js';
+import { remotePidMarker, type RuntimeCommand } from './runtime.js';
 
 export type DockerRuntime = Extract<RuntimeSpec, { kind: 'docker' }>;
 export type KubernetesRuntime = Extract<RuntimeSpec, { kind: 'kubernetes' }>;
@@ -24,8 +24,7 @@ export interface ContainerRuntimeCommand extends RuntimeCommand {
   failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
 }
 
-/** The line the wrapper prints on stderr before the agent's own output: `agentvisor-remote-pid <pgid>`. */
-export const remotePidMarker = 'agentvisor-remote-pid';
+export { remotePidMarker };
 const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
 
 /**

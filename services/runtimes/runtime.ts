@@ -6,6 +6,12 @@
  */
 import type { AgentErrorKind } from '../../core/errors.js';
 
+/**
+ * The line a runtime's wrapper (ssh, docker, kubectl) prints on stderr before the agent's own
+ * output: `agentvisor-remote-pid <pid>`, the agent's pid (and process group) where it runs.
+ */
+export const remotePidMarker = 'agentvisor-remote-pid';
+
 export interface RuntimeCommand {
   /** What this host spawns (bwrap, ssh, docker, kubectl), and its arguments: the agent's command is inside them. */
   command: string;

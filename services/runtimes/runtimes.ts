@@ -5,12 +5,23 @@
  * and drives the stop ladder through it: no machine knows where an agent runs.
  */
 import type { AgentSpec } from '../../core/agent-spec.js';
+import type { RuntimeKind } from '../../core/runtime-spec.js';
 import { dockerCommand, kubernetesCommand } from './container.runtime.js';
 import type { RuntimeCommand } from './runtime.js';
 import { sandboxCommand } from './sandbox.runtime.js';
 import { sshCommand } from './ssh.runtime.js';
 
 export type { RuntimeCommand };
+
+/**
+ * The client capabilities this host serves an agent of `runtime` kind: an agent on another
+ * host or in a container has its own files and shell there, so none; a sandboxed agent no
+ * terminals (`terminal/create` would run the command here, outside its sandbox).
+ */
+export function servedCapabilities(runtime: RuntimeKind | undefined, capabilities: { fs: boolean; terminal: boolean }): { fs: boolean; terminal: boolean } {
+  const remote = runtime === 'ssh' || runtime === 'docker' || runtime === 'kubernetes';
+  return { fs: capabilities.fs && !remote, terminal: capabilities.terminal && !remote && runtime !== 'sandbox' };
+}
 
 /** What to spawn for `spec` (its `cwd` already resolved: the workspace, or the host's); null: run it here as it is. */
 export function runtimeCommandFor(spec: AgentSpec, cwd: string): RuntimeCommand | null {

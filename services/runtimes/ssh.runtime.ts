@@ -51,7 +51,7 @@ import { execa } from 'execa';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import type { AgentErrorKind } from '../../core/errors.js';
 import type { RuntimeSpec } from '../../core/runtime-spec.js';
-import type { RuntimeCommand } from './runtime.js';
+import { remotePidMarker, type RuntimeCommand } from './runtime.js';
 
 export type SshRuntimeSpec = Extract<RuntimeSpec, { kind: 'ssh' }>;
 
@@ -60,8 +60,7 @@ export interface SshCommandOptions {
   sshCommand?: string;
 }
 
-/** The line the remote launcher prints to stderr before it execs the agent. */
-export const remotePidMarker = 'agentvisor-remote-pid';
+export { remotePidMarker };
 /** The line the remote wrapper or launcher prints when the agent could not be started at all. */
 export const remoteFailureMarker = 'agentvisor-remote-failure';
 

@@ -334,7 +334,7 @@ describe('authenticate() from every state', () => {
     await shuttingDown;
   });
 
-  it('a process whose exit is reported while authenticate() still waits (an escapee holds its stdout): agent_exited', async () => {
+  it('a process killed while authenticate() waits, its stdout held open by an escapee: the callers get agent_exited', async () => {
     env.supervisor = createSupervisor({
       containment: 'none',
       agents: { fixture: fixtureSpec(['--require-auth', '--auth-delay', '3000', '--spawn-grandchild', '--grandchild-holds-stdio', '--grandchild-escapes', '--pid-file', env.files.path('fixture.pids')]) },

@@ -11,8 +11,9 @@ import { readFileSync, readlinkSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
 import { createSupervisor } from '../../index.js';
-import { eventually, fixtureSpec, isRunning, useRealAgentEnvironment } from '../support/real-agents.js';
+import { agentState, eventually, fixtureSpec, isRunning, useRealAgentEnvironment, waitForAgentState } from '../support/real-agents.js';
 import { useRuntimeShim } from '../support/runtime-shim.js';
 
 const env = useRealAgentEnvironment();
@@ -94,9 +95,15 @@ describe('container agents, through the recording shim (NOT a real engine)', () 
   });
 
   it('an agent that ignores stdin EOF is ended by the ladder\'s SIGTERM delivered inside the container', async () => {
-    env.supervisor = createSupervisor({ stateDir: false, shutdownTimeoutMs: 200, agents: { docker: { ...fixtureSpec(['--linger']), runtime: { kind: 'docker', container: 'dev' } } } });
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, stateDir: false, agents: { docker: { ...fixtureSpec(['--linger']), runtime: { kind: 'docker', container: 'dev' } } } });
     await env.supervisor.ensureAgent('docker');
-    await env.supervisor.stop('docker');
+    const stopped = env.supervisor.stop('docker');
+    await waitForAgentState(env.supervisor, 'docker', 'stopping.closing');
+    expect(calls().some((call) => call.argv.includes('agentvisor-signal'))).toBe(false); // stdin closed; it lingers
+    clock.increment(5_000); // shutdownTimeoutMs: the SIGTERM rung
+    expect(agentState(env.supervisor, 'docker')).toBe('stopping.terminating');
+    await stopped;
     // The ladder's SIGTERM went into the container: `docker exec dev /bin/sh -c 'kill -s "$1" -- "-$2"' agentvisor-signal TERM <pgid>`.
     expect(calls().some((call) => call.tool === 'docker' && call.argv.includes('agentvisor-signal') && call.argv.includes('TERM'))).toBe(true);
   });

@@ -207,6 +207,13 @@ describe('order of decision', () => {
   });
 });
 
+describe("a runtime's own failures", () => {
+  it('are classed by their kind, whatever their text says: config, or crash for an unreachable host', () => {
+    const classOf = (kind: string) => classifyFailure({ kind, phase: 'handshake', detail: 'HTTP 401 Unauthorized; 429 Too Many Requests', stderr: [] }, [], 0).class;
+    expect(['runtime_auth_failed', 'runtime_host_key_changed', 'runtime_missing', 'runtime_unreachable'].map(classOf)).toEqual(['config', 'config', 'config', 'crash']);
+  });
+});
+
 describe('patterns that do not compile', () => {
   const evidence: FailureEvidence = { kind: 'turn_failed', phase: 'turn', stderr: ['monthly quota exhausted'] };
 

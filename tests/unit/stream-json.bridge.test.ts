@@ -5,7 +5,8 @@
  */
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { openStreamJsonBridge, promptText } from '../../services/stream-json/stream-json.bridge.js';
+import { promptText } from '../../services/acp-bridge.js';
+import { openStreamJsonBridge } from '../../services/stream-json/stream-json.bridge.js';
 
 function harness() {
   const child = { stdin: new PassThrough(), stdout: new PassThrough() };

@@ -1,0 +1,112 @@
+/**
+ * The agent side of an in-process ACP bridge (docs/stream-json.md, docs/pty.md): newline-
+ * delimited JSON-RPC on a pair of streams that the real ACP client connects to as to an
+ * agent's stdio. A bridge says how it answers each request and notification; this module does
+ * the framing, the answers' shape, the prompt's text and the end of the stream, once for all
+ * bridges. Hand-written rather than the SDK's agent app: the SDK stays in
+ * services/acp-client.service.ts, and a bridge serves only the few methods listed here.
+ */
+import { PassThrough, type Readable } from 'node:stream';
+import type { ContentBlock } from '../core/acp-types.js';
+
+/** The JSON-RPC and ACP error codes bridges answer with. */
+export const bridgeErrorCodes = { invalidParams: -32602, methodNotFound: -32601, internal: -32603, resourceNotFound: -32002 } as const;
+
+type RequestId = string | number;
+
+export interface BridgeHandlers {
+  /** A request of the client's: answer it with `respond` or `fail`, now or later. */
+  request(id: RequestId, method: string, params: Record<string, unknown>): void;
+  /** A notification of the client's (session/cancel). */
+  notification(method: string, params: Record<string, unknown>): void;
+  /** The client closed its side (the stop ladder's first rung). */
+  clientClosed?(): void;
+}
+
+/** The bridge's end of the connection. */
+export interface BridgeEndpoint {
+  /** The client writes its JSON-RPC messages here (the agent's stdin). */
+  readonly input: PassThrough;
+  /** The client reads the answers and notifications here (the agent's stdout). */
+  readonly output: PassThrough;
+  respond(id: RequestId, result: unknown): void;
+  fail(id: RequestId, code: number, message: string, data?: unknown): void;
+  notify(method: string, params: unknown): void;
+  /** The agent is gone: the client's stream ends (what is still pending fails as the agent's exit). Nothing is sent after. */
+  end(): void;
+}
+
+/** Opens an endpoint whose client messages go to `handlers`. */
+export function openBridgeEndpoint(handlers: BridgeHandlers): BridgeEndpoint {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let ended = false;
+  const send = (message: object) => {
+    if (!ended) output.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+  };
+  readLines(
+    input,
+    (line) => {
+      let message: { id?: RequestId | null; method?: unknown; params?: Record<string, unknown> };
+      try {
+        message = JSON.parse(line) as typeof message;
+      } catch {
+        return; // not JSON-RPC: the real client never sends this
+      }
+      const { id, method, params = {} } = message;
+      if (typeof method !== 'string') return; // a response: bridges send no requests
+      if (id === undefined || id === null) handlers.notification(method, params);
+      else handlers.request(id, method, params);
+    },
+    () => handlers.clientClosed?.(),
+  );
+  return {
+    input,
+    output,
+    respond: (id, result) => send({ id, result }),
+    fail: (id, code, message, data) => send({ id, error: { code, message, ...(data === undefined ? {} : { data }) } }),
+    notify: (method, params) => send({ method, params }),
+    end() {
+      ended = true;
+      output.end();
+    },
+  };
+}
+
+/** Calls `onLine` for every non-empty line of `stream` (UTF-8), and `onEnd` once it ends or fails. */
+export function readLines(stream: Readable, onLine: (line: string) => void, onEnd: () => void): void {
+  let buffered = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    buffered += chunk;
+    let newline = buffered.indexOf('\n');
+    while (newline !== -1) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      if (line.trim() !== '') onLine(line);
+      newline = buffered.indexOf('\n');
+    }
+  });
+  stream.once('end', () => {
+    if (buffered.trim() !== '') onLine(buffered);
+    buffered = '';
+    onEnd();
+  });
+  stream.once('error', onEnd);
+}
+
+/** A prompt's content as the one text a CLI is given: text blocks, and links and resources by their URI. */
+export function promptText(prompt: readonly ContentBlock[]): string {
+  const parts: string[] = [];
+  for (const block of prompt) {
+    if (block.type === 'text') parts.push(block.text);
+    else if (block.type === 'resource_link') parts.push(block.uri);
+    else if (block.type === 'resource') parts.push('text' in block.resource ? block.resource.text : block.resource.uri);
+  }
+  return parts.join('\n\n');
+}
+
+/** The prompt blocks of a session/prompt request's params. */
+export function promptOf(params: Record<string, unknown>): ContentBlock[] {
+  return Array.isArray(params.prompt) ? (params.prompt as ContentBlock[]) : [];
+}
