@@ -31,6 +31,9 @@ const layers = {
     only: { services: ['acp-client.service.ts', 'presets.ts'] },
   },
   'index.ts': { may: ['core', 'util', 'machines', 'services', 'runtime', 'inspection', 'api'] },
+  // Above the library: the daemon uses only its public entry; the CLI the daemon and the entry.
+  daemon: { may: ['index.ts', 'core'], only: { core: ['errors.ts'] }, packages: ['ws', 'zod'], builtins: true },
+  cli: { may: ['index.ts', 'daemon'], packages: ['commander', 'ws', 'zod'], builtins: true },
 };
 /** Not layers: free to import the layers, never imported by them. */
 const outside = ['tests', 'bench', 'scripts', 'examples'];
@@ -128,4 +131,6 @@ export default defineConfig(
   },
   Object.entries(layers).map(([layer, spec]) => packageRule(layer, spec)),
   Object.entries(sdkOwners).map(([file, extra]) => packageRule(file, merge(layers[file.split('/')[0]], extra))),
+  // The dashboard's page script runs in the browser, inlined into the page by the daemon.
+  { files: ['dashboard/**/*.js'], languageOptions: { globals: globals.browser, sourceType: 'module' } },
 );

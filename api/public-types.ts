@@ -26,6 +26,12 @@ export interface AgentSummary {
   name: string;
   displayName: string;
   status: AgentStatus;
+  /**
+   * The agent machine's current state as a dotted path, e.g. `connected.stable` or
+   * `reconnecting.waiting` (the statechart in visualizations/agent.svg); `idle` before its
+   * actor exists.
+   */
+  state: string;
   pid: number | null;
   attempt: number;
   lastError: AgentFailure | null;

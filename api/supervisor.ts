@@ -4,7 +4,7 @@
  * machine's answer (`command.settled`), then shapes it for the caller.
  */
 import { resolve } from 'node:path';
-import type { Actor } from 'xstate';
+import type { Actor, StateValue } from 'xstate';
 import { agentNameSchema, validateAgentSpec, type AgentSpec } from '../core/agent-spec.js';
 import { describeSchemaIssue } from '../core/schema.js';
 import { failures, invalidOptions, toError } from '../core/errors.js';
@@ -118,6 +118,11 @@ export class Supervisor {
   /** Every registered agent with its status, pid, attempt counter and last error. */
   list(): AgentSummary[] {
     return this.runtime.names().map((name) => this.summary(name));
+  }
+
+  /** One agent's row of `list()`. Throws `unknown_agent` for an unregistered name. */
+  describe(name: string): AgentSummary {
+    return this.summary(agentName(name));
   }
 
   /** The agent's current status. Throws `unknown_agent` for an unregistered name. */
@@ -375,11 +380,13 @@ export class Supervisor {
 
   private summary(name: string): AgentSummary {
     const spec = this.runtime.spec(name);
-    const context = this.runtime.agentActor(name)?.getSnapshot().context;
+    const snapshot = this.runtime.agentActor(name)?.getSnapshot();
+    const context = snapshot?.context;
     return {
       name,
       displayName: spec.displayName ?? name,
       status: context?.status ?? 'idle',
+      state: snapshot ? statePath(snapshot.value) : 'idle',
       pid: context?.pid ?? null,
       attempt: context?.attempt ?? 0,
       lastError: context?.lastError ?? null,
@@ -428,6 +435,15 @@ function agentName(name: unknown): string {
   const valid = agentNameSchema.safeParse(name);
   if (!valid.success) throw invalidOptions(`An agent name ${describeSchemaIssue(valid.error)}`);
   return valid.data;
+}
+
+/** A state value as a dotted path of its active leaf: `{ connected: 'stable' }` → `connected.stable`. */
+function statePath(value: StateValue): string {
+  if (typeof value === 'string') return value;
+  const [key, child] = Object.entries(value)[0] ?? [];
+  if (key === undefined) return '';
+  const rest = child === undefined ? '' : statePath(child);
+  return rest ? `${key}.${rest}` : key;
 }
 
 /** Creates and starts a supervisor. See README.md and docs/ for the options. */

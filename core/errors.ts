@@ -64,7 +64,11 @@ export type AgentErrorKind =
   /** The remote host's key is not the one in knownHostsFile (or unknown there): never accepted blindly. */
   | 'runtime_host_key_changed'
   /** The container, image or pod the spec names does not exist (or the runtime's tool is missing). */
-  | 'runtime_missing';
+  | 'runtime_missing'
+  /** `agentvisor serve`: another daemon is already serving this state directory. */
+  | 'daemon_running'
+  /** `agentvisor serve`: the address to listen on is taken or cannot be used. */
+  | 'address_unavailable';
 
 /**
  * Why a failure happened, as the classifier (machines/policies/failure-class.policy.ts) read
@@ -253,6 +257,11 @@ export function toError(agent: string, record: AgentFailure): AgentError {
 /** `invalid_options`: a malformed option, spec or name. */
 export function invalidOptions(message: string, agent?: string): AgentError {
   return new AgentError('invalid_options', message, { agent });
+}
+
+/** A failure of the daemon (`agentvisor serve`) itself, before it serves: its state directory or its address. */
+export function daemonError(kind: 'daemon_running' | 'address_unavailable', message: string, cause?: unknown): AgentError {
+  return new AgentError(kind, message, { cause });
 }
 
 /** `aborted`: the caller's signal fired while it waited for `what`. */

@@ -11,7 +11,15 @@ export interface PermissionRequest {
   respond(optionId: string): void;
   /** Answers `cancelled`. */
   cancel(): void;
+  /**
+   * Resolves with the answer once the request is settled — by `respond`/`cancel`, by the
+   * turn's cancel, or by `permissionTimeoutMs` — so an application can withdraw it from view.
+   */
+  settled: Promise<PermissionOutcome>;
 }
+
+/** How a permission request was answered. */
+export type PermissionOutcome = { outcome: 'selected'; optionId: string } | { outcome: 'cancelled' };
 
 /**
  * How permission requests are answered: ask the application (`permission:request` events),
@@ -24,7 +32,7 @@ export type PermissionPolicy =
   | 'ask'
   | 'allow'
   | 'deny'
-  | ((request: Omit<PermissionRequest, 'respond' | 'cancel'>) => string | undefined | Promise<string | undefined>);
+  | ((request: Omit<PermissionRequest, 'respond' | 'cancel' | 'settled'>) => string | undefined | Promise<string | undefined>);
 
 /** The option a fixed policy picks: allow once (else always), reject once (else always). */
 export function optionFor(policy: 'allow' | 'deny', options: PermissionOption[]): string | undefined {

@@ -6,7 +6,7 @@
  */
 import type { RequestPermissionRequest, RequestPermissionResponse } from '../core/acp-types.js';
 import type { Clock } from '../core/clock.js';
-import { optionFor, type PermissionPolicy, type PermissionRequest } from '../core/permission-policy.js';
+import { optionFor, type PermissionOutcome, type PermissionPolicy, type PermissionRequest } from '../core/permission-policy.js';
 
 const cancelled: RequestPermissionResponse = { outcome: { outcome: 'cancelled' } };
 
@@ -41,7 +41,14 @@ export class PermissionBroker {
     const requestId = `permission-${++this.nextId}`;
     const sessionKey = `${agent}\u0000${params.sessionId}`;
     const validIds = new Set(params.options.map((option) => option.optionId));
-    return new Promise<RequestPermissionResponse>((resolve) => {
+    let answered!: (response: RequestPermissionResponse) => void;
+    const answer = new Promise<RequestPermissionResponse>((resolve) => (answered = resolve));
+    const settledOutcome = answer.then(({ outcome }): PermissionOutcome => (outcome.outcome === 'selected' ? { outcome: 'selected', optionId: outcome.optionId } : { outcome: 'cancelled' }));
+    return new Promise<RequestPermissionResponse>((resolveRequest) => {
+      const resolve = (response: RequestPermissionResponse) => {
+        answered(response);
+        resolveRequest(response);
+      };
       let done = false;
       const timer = this.hooks.clock.setTimeout(() => settle(cancelled), this.hooks.timeoutMs);
       const onAbort = () => settle(cancelled);
@@ -71,7 +78,7 @@ export class PermissionBroker {
           .then(choose, () => settle(cancelled));
         return;
       }
-      const heard = this.hooks.ask({ ...view, respond: (optionId) => choose(optionId), cancel: () => settle(cancelled) });
+      const heard = this.hooks.ask({ ...view, respond: (optionId) => choose(optionId), cancel: () => settle(cancelled), settled: settledOutcome });
       if (!heard) settle(cancelled); // nobody listens: do not leave the agent waiting for minutes
     });
   }

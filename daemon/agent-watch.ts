@@ -1,0 +1,97 @@
+/**
+ * The daemon's view of its agents beyond what `list()` says: when each connected, how often
+ * it restarted, and every move of its machine (also within a status: `connected.settling` →
+ * `connected.stable`), read from the agent actors' snapshots.
+ */
+import type { AgentStatusEvent, Supervisor } from '../index.js';
+import type { AgentRow } from './api-types.js';
+
+export interface AgentWatchListener {
+  status(event: AgentStatusEvent, row: AgentRow): void;
+  state(agent: string, state: string, status: string): void;
+}
+
+interface Subscribable {
+  subscribe(observer: { next(): void; error(): void }): { unsubscribe(): void };
+}
+
+export class AgentWatch {
+  private readonly connectedAt = new Map<string, number>();
+  private readonly connections = new Map<string, number>();
+  private readonly lastState = new Map<string, string>();
+  private readonly watched = new Map<string, { unsubscribe(): void }>();
+  private readonly notAgents = new Set<string>();
+  private readonly offs: Array<() => void> = [];
+
+  constructor(
+    private readonly supervisor: Supervisor,
+    private readonly listener: AgentWatchListener,
+    private readonly openSessions: (agent: string) => number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.offs.push(
+      supervisor.on('agent:status', (event) => {
+        if (event.status === 'connected') {
+          this.connectedAt.set(event.agent, this.now());
+          this.connections.set(event.agent, (this.connections.get(event.agent) ?? 0) + 1);
+        } else {
+          this.connectedAt.delete(event.agent);
+        }
+        this.listener.status(event, this.row(event.agent));
+      }),
+    );
+    // Agent actors are children of the supervisor actor; one registered later appears in a later snapshot.
+    const supervisorSubscription = supervisor.actor.subscribe({ next: () => this.watchChildren(), error: () => {} });
+    this.offs.push(() => supervisorSubscription.unsubscribe());
+    this.watchChildren();
+  }
+
+  /** One agent's row. Throws `unknown_agent`. */
+  row(agent: string): AgentRow {
+    const summary = this.supervisor.describe(agent);
+    return {
+      ...summary,
+      connectedAt: summary.status === 'connected' ? (this.connectedAt.get(agent) ?? null) : null,
+      restarts: Math.max(0, (this.connections.get(agent) ?? 0) - 1),
+      sessions: this.openSessions(agent),
+    };
+  }
+
+  rows(): AgentRow[] {
+    return this.supervisor.list().map((summary) => this.row(summary.name));
+  }
+
+  close(): void {
+    for (const off of this.offs.splice(0)) off();
+    for (const subscription of this.watched.values()) subscription.unsubscribe();
+    this.watched.clear();
+  }
+
+  private watchChildren(): void {
+    const children = this.supervisor.actor.getSnapshot().children as Record<string, Subscribable | undefined>;
+    for (const name of Object.keys(children)) {
+      const child = children[name];
+      if (!child || this.watched.has(name) || this.notAgents.has(name)) continue;
+      let state: string;
+      try {
+        state = this.supervisor.describe(name).state;
+      } catch {
+        this.notAgents.add(name); // a child of the supervisor that is not an agent
+        continue;
+      }
+      this.lastState.set(name, state);
+      this.watched.set(
+        name,
+        child.subscribe({
+          next: () => {
+            const { state, status } = this.supervisor.describe(name);
+            if (this.lastState.get(name) === state) return;
+            this.lastState.set(name, state);
+            this.listener.state(name, state, status);
+          },
+          error: () => {},
+        }),
+      );
+    }
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * The daemon's HTTP + WebSocket API, version 1: every body the daemon answers with and every
+ * message of its event stream. The CLI, the dashboard and docs/http-api.md read this file as
+ * the contract; bodies the daemon accepts are the zod schemas in daemon/api-schemas.ts.
+ *
+ * Every request carries the daemon's token: `Authorization: Bearer <token>` (the CLI), or
+ * `?token=<token>` on the dashboard page and the WebSocket upgrade (a browser cannot set
+ * headers there). Every error is a 4xx/5xx with an {@link ApiErrorBody}.
+ */
+import type { AgentSummary, EventEntry, LogEntry, StoredSession, StoreStats, TranscriptEntry } from '../index.js';
+
+/** The API version in every path: `/v1/...`. */
+export const API_VERSION = 'v1';
+
+/**
+ * Why a request failed: an agent error's kind (`unknown_agent`, `not_installed`,
+ * `auth_required`, `session_busy`, ...) passed through, or one of the daemon's own.
+ */
+export type ApiErrorKind =
+  | 'unauthorized' // 401: no token, or the wrong one
+  | 'forbidden_host' // 403: the Host header is not the daemon's own (DNS rebinding)
+  | 'forbidden_origin' // 403: a browser page from another origin
+  | 'not_found' // 404: no such route
+  | 'method_not_allowed' // 405
+  | 'unsupported_media_type' // 415: a body that is not application/json
+  | 'payload_too_large' // 413: a body over the limit (1 MiB)
+  | 'invalid_json' // 400: a body that does not parse
+  | 'invalid_request' // 400: a body or query that does not match its schema (issues say where)
+  | 'permission_not_found' // 404: no pending permission request has that id
+  | 'internal' // 500: a bug; the daemon keeps running
+  | (string & {}); // an AgentError kind
+
+/** Every error response's body. */
+export interface ApiErrorBody {
+  error: {
+    kind: ApiErrorKind;
+    message: string;
+    agent?: string;
+    /** With `invalid_request`: what was wrong, and where. */
+    issues?: Array<{ path: string; message: string }>;
+    /** With an agent failure: its class (docs/failures.md), when known. */
+    class?: string;
+    retryAt?: number | null;
+  };
+}
+
+/** `GET /v1/health`. */
+export interface HealthBody {
+  ok: true;
+  version: string;
+  pid: number;
+  startedAt: number;
+  agents: number;
+}
+
+/** One agent as the API shows it: the library's summary plus the daemon's view. */
+export interface AgentRow extends AgentSummary {
+  /** When the current process connected (epoch ms), null when it has none. */
+  connectedAt: number | null;
+  /** Automatic and manual restarts since the daemon started. */
+  restarts: number;
+  /** Open sessions of this agent in the daemon. */
+  sessions: number;
+}
+
+/** `GET /v1/agents`. */
+export interface AgentsBody {
+  agents: AgentRow[];
+}
+
+/** A session as the API shows it: what the store keeps, plus the daemon's live view. */
+export interface SessionRow extends StoredSession {
+  /** The name it was opened under (`prompt -s NAME`), null for an unnamed one. */
+  name: string | null;
+  /** Open in the daemon now (its agent connected, the session not closed). */
+  live: boolean;
+  /** A prompt running now. */
+  busy: boolean;
+  /** Prompts waiting behind the running one. */
+  queued: number;
+}
+
+/** `GET /v1/sessions`. */
+export interface SessionsBody {
+  sessions: SessionRow[];
+}
+
+/** `GET /v1/sessions/:id/history`: a page; `next` is the `after` of the next page, null at the end. */
+export interface HistoryBody {
+  entries: TranscriptEntry[];
+  next: number | null;
+}
+
+/** `GET /v1/agents/:name/logs` (without `follow`). */
+export interface LogsBody {
+  entries: LogEntry[];
+  next: number | null;
+}
+
+/** `GET /v1/events/log`. */
+export interface EventLogBody {
+  entries: EventEntry[];
+  next: number | null;
+}
+
+/** A permission request waiting for an answer. */
+export interface PermissionRow {
+  /** The daemon's id for it: answer with `POST /v1/permissions/:id`. */
+  id: string;
+  agent: string;
+  sessionId: string;
+  requestedAt: number;
+  toolCall: { toolCallId: string; title?: string | null; kind?: string | null; [key: string]: unknown };
+  options: Array<{ optionId: string; name: string; kind: string }>;
+}
+
+/** `GET /v1/permissions`. */
+export interface PermissionsBody {
+  permissions: PermissionRow[];
+}
+
+/** `POST /v1/permissions/:id`: how it was answered. */
+export interface PermissionAnswerBody {
+  id: string;
+  outcome: { outcome: 'selected'; optionId: string } | { outcome: 'cancelled' };
+}
+
+/** The answer of a prompt without streaming (`Accept: application/json`). */
+export interface PromptResultBody {
+  sessionId: string;
+  stopReason: string;
+  /** The agent's message text of the turn, joined. */
+  text: string;
+}
+
+/**
+ * The lines of a streamed prompt (`Accept: application/x-ndjson`), one JSON object each; the
+ * last is `done` or `error`.
+ */
+export type PromptStreamLine =
+  /** The prompt waits behind `position` others of its session. */
+  | { type: 'queued'; sessionId: string; position: number }
+  /** The session it runs in: opened now, reused, or resumed. */
+  | { type: 'session'; sessionId: string; name: string | null; opened: 'new' | 'existing' | 'resumed'; notice?: string }
+  | { type: 'started'; sessionId: string }
+  | { type: 'update'; sessionId: string; update: unknown }
+  | { type: 'permission'; permission: PermissionRow }
+  | { type: 'done'; sessionId: string; stopReason: string; text: string }
+  | { type: 'error'; error: ApiErrorBody['error'] };
+
+/** `POST /v1/sessions/:id/cancel`: the running turn cancelled, and how many queued prompts were dropped. */
+export interface CancelBody {
+  sessionId: string;
+  cancelledRunning: boolean;
+  droppedQueued: number;
+}
+
+/** A preset agent, as `GET /v1/doctor` reports it. */
+export interface DoctorPreset {
+  agent: string;
+  displayName: string;
+  command: string;
+  /** Where the command was found on PATH, null when not installed. */
+  path: string | null;
+  installHint: string | null;
+}
+
+/** `GET /v1/doctor`: what this host offers. */
+export interface DoctorBody {
+  version: string;
+  node: string;
+  stateDir: string | null;
+  presets: DoctorPreset[];
+  containment: { kind: string | null; refused: Array<{ kind: string; reason: string }> };
+  store: { kind: 'sqlite' | 'memory' | 'custom'; ok: boolean; stats: StoreStats | null; error: string | null };
+}
+
+/** Topics of the event stream: a client subscribes to some or all (`?topics=a,b`). */
+export const EVENT_TOPICS = ['status', 'state', 'errors', 'updates', 'permissions', 'logs', 'sessions'] as const;
+export type EventTopic = (typeof EVENT_TOPICS)[number];
+
+/**
+ * What `GET /v1/events` (a WebSocket) sends: `hello` first, then events of the topics
+ * subscribed to. `at` is the daemon's clock (epoch ms); `t` its monotonic clock in ns
+ * (process.hrtime), for latency measurements on the same host.
+ */
+export type ServerMessage = { at: number; t: string } & (
+  | { type: 'hello'; version: string; agents: AgentRow[]; permissions: PermissionRow[]; topics: EventTopic[] }
+  /** topic `status`: an agent's status changed. */
+  | { type: 'agent:status'; agent: string; status: string; previous: string; row: AgentRow }
+  /** topic `state`: the agent machine moved to another state (also within a status). */
+  | { type: 'agent:state'; agent: string; state: string; status: string }
+  /** topic `errors`. */
+  | { type: 'agent:error'; agent: string; kind: string; message: string; class?: string; retryAt?: number | null }
+  /** topic `updates`: a session update (of the sessions subscribed to, or all). */
+  | { type: 'session:update'; agent: string; sessionId: string; update: unknown }
+  /** topic `sessions`: a session opened, changed status, or closed. */
+  | { type: 'session:status'; agent: string; sessionId: string; status: string }
+  /** topic `permissions`. */
+  | { type: 'permission:request'; permission: PermissionRow }
+  | { type: 'permission:resolved'; id: string; outcome: PermissionAnswerBody['outcome'] }
+  /** topic `logs`: an agent's stderr line. */
+  | { type: 'log'; agent: string; line: string }
+  /** The client read too slowly: this many messages were dropped for it. */
+  | { type: 'dropped'; count: number }
+);
+
+/**
+ * What a client may send on the WebSocket: change what it receives. `sessions` limits
+ * `session:update` to those session ids (omitted: all).
+ */
+export interface SubscribeMessage {
+  type: 'subscribe';
+  topics?: EventTopic[];
+  sessions?: string[] | null;
+}

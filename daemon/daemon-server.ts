@@ -1,0 +1,200 @@
+/**
+ * Puts the daemon together: the HTTP server behind its gate (daemon/request-gate.ts), the
+ * routes, the WebSocket event stream, the supervisor with its session and permission desks,
+ * and the files by which the CLI finds it. See daemon/daemon.ts for the options.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { resolve } from 'node:path';
+import { WebSocketServer } from 'ws';
+import { createSupervisor, defaultStateDir, type Supervisor } from '../index.js';
+import { daemonError } from '../core/errors.js';
+import { AgentWatch } from './agent-watch.js';
+import type { AgentRow, DoctorBody } from './api-types.js';
+import { readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
+import { DEFAULT_PORT, type Daemon, type DaemonOptions } from './daemon-types.js';
+import { EventFeed, parseTopics } from './event-feed.js';
+import { baseHeaders, errorBody, sendError, sendJson, type NdjsonStream } from './http-kit.js';
+import { dashboardPage, packageVersion } from './package-assets.js';
+import { PermissionDesk } from './permission-desk.js';
+import { createGate, hostForUrl } from './request-gate.js';
+import { dispatch, type RouteContext } from './routes.js';
+import { SessionDesk } from './session-desk.js';
+
+export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
+  const supervisorOptions = options.supervisor ?? {};
+  const stateDir = supervisorOptions.stateDir === false ? null : resolve(supervisorOptions.stateDir ?? defaultStateDir());
+  const writeFiles = (options.writeFiles ?? true) && stateDir !== null;
+  if (writeFiles) refuseSecondDaemon(stateDir!);
+
+  const host = options.host ?? '127.0.0.1';
+  const server = createServer();
+  const port = await listen(server, host, options.port ?? DEFAULT_PORT);
+  const token = newToken();
+  const gate = createGate(host, port, token);
+  const url = `http://${hostForUrl(host)}:${port}`;
+
+  let supervisor: Supervisor;
+  try {
+    supervisor = createSupervisor({ handleSignals: false, permissions: 'ask', ...supervisorOptions });
+  } catch (error) {
+    server.close();
+    throw error;
+  }
+
+  const startedAt = Date.now();
+  const feed = new EventFeed();
+  const permissions = new PermissionDesk(supervisor);
+  const sessions = new SessionDesk({
+    supervisor,
+    permissions,
+    stateDir,
+    onUpdate: (agent, sessionId, update) => feed.publish('updates', { type: 'session:update', agent, sessionId, update }, sessionId),
+  });
+  const agents = new AgentWatch(
+    supervisor,
+    {
+      status: ({ agent, status, previous }, row) => feed.publish('status', { type: 'agent:status', agent, status, previous, row }),
+      state: (agent, state, status) => feed.publish('state', { type: 'agent:state', agent, state, status }),
+    },
+    (agent) => sessions.openCount(agent),
+  );
+  const offs = [
+    supervisor.on('error', (event) => feed.publish('errors', { type: 'agent:error', agent: event.agent, kind: event.kind, message: event.message, ...(event.class ? { class: event.class, retryAt: event.retryAt ?? null } : {}) })),
+    supervisor.on('session:status', ({ agent, sessionId, status }) => feed.publish('sessions', { type: 'session:status', agent, sessionId, status })),
+    supervisor.on('agent:stderr', ({ agent, line }) => feed.publish('logs', { type: 'log', agent, line })),
+    permissions.listen({
+      requested: (permission) => feed.publish('permissions', { type: 'permission:request', permission }),
+      resolved: (id, outcome) => feed.publish('permissions', { type: 'permission:resolved', id, outcome }),
+    }),
+  ];
+
+  const streams = new Set<NdjsonStream>();
+  let closing: Promise<void> | undefined;
+  let markClosed!: () => void;
+  const closed = new Promise<void>((done) => (markClosed = done));
+  const storeKind: DoctorBody['store']['kind'] =
+    typeof supervisorOptions.store === 'object' ? 'custom' : supervisorOptions.store === 'memory' || stateDir === null ? 'memory' : 'sqlite';
+  const context: RouteContext = {
+    supervisor,
+    agents,
+    sessions,
+    permissions,
+    doctor: { agents: supervisorOptions.agents ?? {}, stateDir, storeKind },
+    version: packageVersion,
+    startedAt,
+    streams,
+    requestShutdown: () => void close(),
+  };
+
+  server.on('request', (request, response) => {
+    const requestUrl = new URL(request.url ?? '/', 'http://daemon.invalid');
+    const refusal = gate.check(request.headers, requestUrl);
+    if (refusal) return sendJson(response, refusal.status, { error: { kind: refusal.kind, message: refusal.message } });
+    if (closing) return sendJson(response, 503, { error: { kind: 'shutting_down', message: 'The daemon is shutting down' } });
+    if (requestUrl.pathname === '/' && request.method === 'GET') {
+      const page = dashboardPage(`${hostForUrl(host)}:${port}`);
+      response.writeHead(200, { ...baseHeaders, 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': page.csp, 'X-Frame-Options': 'DENY' });
+      return void response.end(page.html);
+    }
+    dispatch({ request, response, url: requestUrl, context }).catch((error: unknown) => sendError(response, error));
+  });
+
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const requestUrl = new URL(request.url ?? '/', 'http://daemon.invalid');
+    const refuse = (status: number, kind: string, message: string) => {
+      const body = JSON.stringify({ error: { kind, message } });
+      socket.end(`HTTP/1.1 ${status} ${kind}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    };
+    const refusal = gate.check(request.headers, requestUrl);
+    if (refusal) return refuse(refusal.status, refusal.kind, refusal.message);
+    if (closing) return refuse(503, 'shutting_down', 'The daemon is shutting down');
+    if (requestUrl.pathname !== '/v1/events') return refuse(404, 'not_found', `No WebSocket at ${requestUrl.pathname} (the event stream is /v1/events)`);
+    const topics = parseTopics(requestUrl.searchParams.get('topics'));
+    if ('error' in topics) return refuse(400, 'invalid_request', topics.error);
+    const sessionFilter = requestUrl.searchParams.get('sessions');
+    sockets.handleUpgrade(request, socket, head, (webSocket) => {
+      feed.attach(webSocket, topics.topics, sessionFilter ? sessionFilter.split(',').filter(Boolean) : null, (subscribed) => ({
+        type: 'hello',
+        version: packageVersion,
+        agents: agents.rows() as AgentRow[],
+        permissions: permissions.list(),
+        topics: subscribed,
+      }));
+    });
+  });
+  server.on('clientError', (_error, socket) => socket.destroy());
+
+  if (writeFiles) writeDaemonFiles(stateDir!, { pid: process.pid, host, port, url, startedAt, version: packageVersion }, token);
+
+  async function close(): Promise<void> {
+    closing ??= (async () => {
+      sessions.closeAll();
+      try {
+        await supervisor.shutdown();
+      } finally {
+        for (const stream of [...streams]) stream.end();
+        feed.close();
+        sockets.close();
+        for (const off of offs) off();
+        agents.close();
+        permissions.close();
+        await new Promise<void>((done) => {
+          server.close(() => done());
+          server.closeAllConnections();
+        });
+        if (writeFiles) removeDaemonFiles(stateDir!);
+        markClosed();
+      }
+    })();
+    return closing;
+  }
+
+  return {
+    url,
+    host,
+    port,
+    token,
+    stateDir,
+    supervisor,
+    dashboardUrl: `${url}/?token=${token}`,
+    closed,
+    close,
+  };
+}
+
+/** Listens on host:port; resolves with the port bound (0 picks one). */
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise<number>((resolvePort, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      const why = error.code === 'EADDRINUSE' ? 'is already in use' : error.code === 'EADDRNOTAVAIL' ? 'is not an address of this host' : error.code === 'EACCES' ? 'needs privileges' : `failed (${error.message})`;
+      reject(daemonError('address_unavailable', `Cannot listen on ${hostForUrl(host)}:${port}: the address ${why}; pick another with --port or --host`, error));
+    };
+    server.once('error', onError);
+    server.listen({ host, port, exclusive: true }, () => {
+      server.off('error', onError);
+      resolvePort((server.address() as { port: number }).port);
+    });
+  });
+}
+
+/** Refuses to start when a live daemon already owns the state directory (stale files are replaced). */
+function refuseSecondDaemon(stateDir: string): void {
+  const existing = readDaemonFiles(stateDir);
+  if (!existing || existing.info.pid === process.pid || !isAlive(existing.info.pid)) return;
+  throw daemonError('daemon_running', `A daemon (pid ${existing.info.pid}) already serves the state directory ${stateDir} at ${existing.info.url}; stop it with \`agentvisor shutdown\` or use another --state-dir`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+// Re-exported for the routes' error bodies in tests.
+export { errorBody };

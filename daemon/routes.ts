@@ -1,0 +1,266 @@
+/**
+ * The `/v1` routes (docs/http-api.md): each validates its input, calls the supervisor (or
+ * the daemon's session and permission desks) and shapes the answer. They decide nothing
+ * about agents: the supervisor's machines do.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { StoredSession, Supervisor } from '../index.js';
+import type { AgentWatch } from './agent-watch.js';
+import type { CancelBody, HealthBody, PromptResultBody, PromptStreamLine, SessionRow } from './api-types.js';
+import {
+  authenticateBody,
+  eventLogQuery,
+  logsQuery,
+  openSessionBody,
+  pageQuery,
+  parseWith,
+  permissionAnswerBody,
+  promptBody,
+  queryOf,
+  sessionPromptBody,
+  sessionsQuery,
+} from './api-schemas.js';
+import { doctorReport, type DoctorInput } from './doctor.js';
+import { ApiError, readJsonBody, sendJson, startNdjson, statusOfKind, wantsNdjson, type NdjsonStream } from './http-kit.js';
+import { machineSvg } from './package-assets.js';
+import type { PermissionDesk } from './permission-desk.js';
+import type { SessionDesk } from './session-desk.js';
+
+/** What the routes work with. */
+export interface RouteContext {
+  supervisor: Supervisor;
+  agents: AgentWatch;
+  sessions: SessionDesk;
+  permissions: PermissionDesk;
+  doctor: DoctorInput;
+  version: string;
+  startedAt: number;
+  /** Streams still open (follows, prompts): ended when the daemon closes. */
+  streams: Set<NdjsonStream>;
+  /** Asks the daemon to close (after the answer is sent). */
+  requestShutdown(): void;
+}
+
+interface Call {
+  request: IncomingMessage;
+  response: ServerResponse;
+  url: URL;
+  params: string[];
+  context: RouteContext;
+}
+
+type Handler = (call: Call) => Promise<unknown> | unknown;
+
+/** A route's answer that the handler has written itself (a stream, an SVG). */
+const written = Symbol('written');
+
+const routes: Array<{ method: 'GET' | 'POST'; path: RegExp; handler: Handler }> = [];
+const route = (method: 'GET' | 'POST', path: string, handler: Handler) => {
+  // `:name` matches one path segment (percent-decoded by the router).
+  const pattern = new RegExp(`^${path.replace(/:[a-z]+/g, '([^/]+)')}$`);
+  routes.push({ method, path: pattern, handler });
+};
+
+route('GET', '/v1/health', ({ context }): HealthBody => ({ ok: true, version: context.version, pid: process.pid, startedAt: context.startedAt, agents: context.supervisor.list().length }));
+
+route('GET', '/v1/agents', ({ context }) => ({ agents: context.agents.rows() }));
+route('GET', '/v1/agents/:name', ({ context, params }) => context.agents.row(params[0]!));
+route('POST', '/v1/agents/:name/start', async ({ context, params, request }) => {
+  await noBody(request);
+  await context.supervisor.ensureAgent(params[0]!);
+  return context.agents.row(params[0]!);
+});
+route('POST', '/v1/agents/:name/stop', async ({ context, params, request }) => {
+  await noBody(request);
+  await context.supervisor.stop(params[0]!);
+  return context.agents.row(params[0]!);
+});
+route('POST', '/v1/agents/:name/restart', async ({ context, params, request }) => {
+  await noBody(request);
+  await context.supervisor.stop(params[0]!);
+  await context.supervisor.ensureAgent(params[0]!);
+  return context.agents.row(params[0]!);
+});
+route('POST', '/v1/agents/:name/authenticate', async ({ context, params, request }) => {
+  const { methodId } = parseWith(authenticateBody, await readJsonBody(request), 'body');
+  await context.supervisor.authenticate(params[0]!, methodId);
+  return context.agents.row(params[0]!);
+});
+route('GET', '/v1/agents/:name/logs', async ({ context, params, url, response }) => {
+  const name = params[0]!;
+  const query = parseWith(logsQuery, queryOf(url), 'query');
+  context.agents.row(name); // unknown_agent before a stream starts
+  const range = { ...(query.after === undefined ? {} : { after: query.after }) };
+  if (query.follow === '1' || query.follow === 'true') {
+    const stream = track(context, startNdjson(response));
+    // What is stored first (its last `tail` lines), then every new line after the last stored one.
+    let after = query.after;
+    const tail = await lastEntries(context.supervisor.logs(name, range), query.tail, (entry) => (after = entry.seq));
+    for (const entry of tail) stream.write(entry);
+    for await (const entry of context.supervisor.logs(name, { ...(after === undefined ? {} : { after }), follow: true, signal: stream.signal })) stream.write(entry);
+    stream.end();
+    return written;
+  }
+  const entries = query.tail !== undefined ? await lastEntries(context.supervisor.logs(name, range), query.tail) : await firstEntries(context.supervisor.logs(name, { ...range, limit: query.limit ?? 1000 }));
+  return { entries, next: query.tail === undefined && entries.length === (query.limit ?? 1000) ? (entries.at(-1)?.seq ?? null) : null };
+});
+
+route('GET', '/v1/sessions', async ({ context, url }) => {
+  const filter = parseWith(sessionsQuery, queryOf(url), 'query');
+  const stored = await context.supervisor.sessions(filter);
+  return { sessions: stored.map((session) => context.sessions.row(session)) };
+});
+route('POST', '/v1/sessions', async ({ context, request, response }) => {
+  const body = parseWith(openSessionBody, await readJsonBody(request), 'body');
+  const cwd = body.cwd ?? process.cwd();
+  const opened = body.name !== undefined ? await context.sessions.openNamed(body.agent, body.name, cwd) : await context.sessions.openUnnamed(body.agent, cwd, body.resume ?? false);
+  sendJson(response, opened.opened === 'existing' ? 200 : 201, await sessionRow(context, opened.held.session.id));
+  return written;
+});
+route('GET', '/v1/sessions/:id', ({ context, params }) => sessionRow(context, params[0]!));
+route('GET', '/v1/sessions/:id/history', async ({ context, params, url }) => {
+  const query = parseWith(pageQuery, queryOf(url), 'query');
+  const limit = query.limit ?? 500;
+  const entries = await firstEntries(context.supervisor.history(params[0]!, { ...(query.after === undefined ? {} : { after: query.after }), limit }));
+  return { entries, next: entries.length === limit ? (entries.at(-1)?.seq ?? null) : null };
+});
+route('POST', '/v1/sessions/:id/prompt', async (call) => {
+  const { text } = parseWith(sessionPromptBody, await readJsonBody(call.request), 'body');
+  const held = await call.context.sessions.byId(call.params[0]!);
+  return runPrompt(call, held, text, { type: 'session', sessionId: held.session.id, name: held.name, opened: 'existing' });
+});
+route('POST', '/v1/sessions/:id/cancel', async ({ context, params, request }): Promise<CancelBody> => {
+  await noBody(request);
+  await sessionRow(context, params[0]!); // session_not_found
+  return { sessionId: params[0]!, ...context.sessions.cancel(params[0]!) };
+});
+route('POST', '/v1/sessions/:id/close', async ({ context, params, request }) => {
+  await noBody(request);
+  await sessionRow(context, params[0]!);
+  await context.sessions.close(params[0]!);
+  return sessionRow(context, params[0]!);
+});
+route('POST', '/v1/prompt', async (call) => {
+  const body = parseWith(promptBody, await readJsonBody(call.request), 'body');
+  const name = body.session ?? 'default';
+  const opened = await call.context.sessions.openNamed(body.agent, name, body.cwd ?? process.cwd(), body.new ?? false);
+  const first: PromptStreamLine = { type: 'session', sessionId: opened.held.session.id, name, opened: opened.opened, ...(opened.notice ? { notice: opened.notice } : {}) };
+  return runPrompt(call, opened.held, body.text, first);
+});
+
+route('GET', '/v1/permissions', ({ context }) => ({ permissions: context.permissions.list() }));
+route('POST', '/v1/permissions/:id', async ({ context, params, request }) => {
+  const answer = parseWith(permissionAnswerBody, await readJsonBody(request), 'body');
+  return { id: params[0]!, outcome: await context.permissions.answer(params[0]!, answer) };
+});
+
+route('GET', '/v1/events/log', async ({ context, url }) => {
+  const query = parseWith(eventLogQuery, queryOf(url), 'query');
+  const limit = query.limit ?? 1000;
+  const entries = await firstEntries(context.supervisor.eventLog({ ...(query.agent === undefined ? {} : { agent: query.agent }), ...(query.after === undefined ? {} : { after: query.after }), limit }));
+  return { entries, next: entries.length === limit ? (entries.at(-1)?.seq ?? null) : null };
+});
+route('GET', '/v1/doctor', ({ context }) => doctorReport(context.supervisor, context.doctor, context.version));
+route('GET', '/v1/machines/:file', ({ params, response }) => {
+  const svg = /^([A-Za-z]+)\.svg$/.exec(params[0]!)?.[1];
+  const body = svg === undefined ? null : machineSvg(svg);
+  if (body === null) throw new ApiError(404, 'not_found', `No statechart "${params[0]}" (agent.svg, supervisor.svg, session.svg, ptyActivity.svg)`);
+  response.writeHead(200, { 'Content-Type': 'image/svg+xml; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', 'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'" });
+  response.end(body);
+  return written;
+});
+route('POST', '/v1/shutdown', async ({ context, request, response }) => {
+  await noBody(request);
+  sendJson(response, 202, { ok: true });
+  response.once('finish', () => context.requestShutdown());
+  return written;
+});
+
+/**
+ * Routes one `/v1` request; resolves once answered. Unknown paths are `404 not_found`, a
+ * known path with another method `405 method_not_allowed`.
+ */
+export async function dispatch(call: Omit<Call, 'params'>): Promise<void> {
+  const method = call.request.method ?? 'GET';
+  let pathMatched = false;
+  for (const candidate of routes) {
+    const match = candidate.path.exec(call.url.pathname);
+    if (!match) continue;
+    pathMatched = true;
+    if (candidate.method !== method) continue;
+    const params = match.slice(1).map(decodeSegment);
+    const result = await candidate.handler({ ...call, params });
+    if (result !== written) sendJson(call.response, 200, result);
+    return;
+  }
+  if (pathMatched) throw new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${call.url.pathname}`);
+  throw new ApiError(404, 'not_found', `No route ${method} ${call.url.pathname}`);
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ApiError(400, 'invalid_request', `A path segment is not valid percent-encoding: ${segment}`);
+  }
+}
+
+/** Routes that take no body refuse one, so a client's mistaken payload is not silently ignored. */
+async function noBody(request: IncomingMessage): Promise<void> {
+  const body = await readJsonBody(request);
+  if (body !== undefined && !(typeof body === 'object' && body !== null && Object.keys(body).length === 0)) {
+    throw new ApiError(400, 'invalid_request', 'This route takes no body');
+  }
+}
+
+/** Runs a prompt: streamed line by line when asked (`Accept: application/x-ndjson`), else one JSON answer at the end. */
+async function runPrompt({ context, request, response }: Call, held: Parameters<SessionDesk['prompt']>[0], text: string, first: PromptStreamLine): Promise<unknown> {
+  if (wantsNdjson(request)) {
+    const stream = track(context, startNdjson(response));
+    stream.write(first);
+    await context.sessions.prompt(held, text, (line) => stream.write(line));
+    stream.end();
+    return written;
+  }
+  let last: PromptStreamLine | undefined;
+  await context.sessions.prompt(held, text, (line) => {
+    if (line.type === 'done' || line.type === 'error') last = line;
+  });
+  if (last?.type === 'error') throw new ApiError(statusOfKind(last.error.kind), last.error.kind, last.error.message, last.error);
+  const done = last as Extract<PromptStreamLine, { type: 'done' }>;
+  return { sessionId: done.sessionId, stopReason: done.stopReason, text: done.text } satisfies PromptResultBody;
+}
+
+/** A session's row: from the store, or from the live session when the store has not caught up. */
+async function sessionRow(context: RouteContext, sessionId: string): Promise<SessionRow> {
+  const stored = (await context.supervisor.sessions()).find((session) => session.sessionId === sessionId);
+  if (stored) return context.sessions.row(stored);
+  const live = context.supervisor.openSessions().find((session) => session.id === sessionId);
+  if (!live) throw new ApiError(404, 'session_not_found', `No session has the id "${sessionId}"`);
+  const now = Date.now();
+  const fallback: StoredSession = { agent: live.agent, sessionId, cwd: live.cwd, title: null, state: live.status, stopReason: null, createdAt: now, updatedAt: now };
+  return context.sessions.row(fallback);
+}
+
+function track(context: RouteContext, stream: NdjsonStream): NdjsonStream {
+  context.streams.add(stream);
+  stream.signal.addEventListener('abort', () => context.streams.delete(stream), { once: true });
+  return stream;
+}
+
+async function firstEntries<T>(entries: AsyncIterable<T>): Promise<T[]> {
+  const collected: T[] = [];
+  for await (const entry of entries) collected.push(entry);
+  return collected;
+}
+
+/** The last `count` entries (all when count is undefined); `seen` hears every entry read. */
+async function lastEntries<T>(entries: AsyncIterable<T>, count: number | undefined, seen?: (entry: T) => void): Promise<T[]> {
+  const collected: T[] = [];
+  for await (const entry of entries) {
+    seen?.(entry);
+    collected.push(entry);
+    if (count !== undefined && collected.length > count) collected.shift();
+  }
+  return collected;
+}

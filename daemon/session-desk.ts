@@ -1,0 +1,221 @@
+/**
+ * The daemon's sessions: the ones it opened (by name or not), their prompt queues, and the
+ * names kept in the state directory (`named-sessions.json`) so that a later daemon resumes
+ * a named session with `session/load`. One prompt runs per session; the others wait in
+ * order. Every update of every session the daemon holds is passed to `onUpdate`.
+ */
+import type { Session, Supervisor } from '../index.js';
+import { AgentError } from '../index.js';
+import type { PromptStreamLine, SessionRow } from './api-types.js';
+import { errorBody } from './http-kit.js';
+import { NamedSessionFile } from './named-session-file.js';
+import type { PermissionDesk } from './permission-desk.js';
+
+/** Where a prompt's lines go: a stream, or a collector for a plain JSON answer. */
+export type PromptSink = (line: PromptStreamLine) => void;
+
+interface PromptJob {
+  text: string;
+  sink: PromptSink;
+  finished: () => void;
+}
+
+interface HeldSession {
+  session: Session;
+  name: string | null;
+  queue: PromptJob[];
+  running: PromptJob | null;
+  offUpdates: () => void;
+}
+
+export interface SessionDeskOptions {
+  supervisor: Supervisor;
+  permissions: PermissionDesk;
+  /** The state directory for the names; null keeps names in memory only. */
+  stateDir: string | null;
+  onUpdate(agent: string, sessionId: string, update: unknown): void;
+}
+
+type Opened = { held: HeldSession; opened: 'new' | 'existing' | 'resumed'; notice?: string };
+
+export class SessionDesk {
+  private readonly held = new Map<string, HeldSession>();
+  /** Named sessions being opened: concurrent prompts to one name share one open. */
+  private readonly opening = new Map<string, Promise<Opened>>();
+  private readonly names: NamedSessionFile;
+
+  constructor(private readonly options: SessionDeskOptions) {
+    this.names = new NamedSessionFile(options.stateDir);
+  }
+
+  /** The open session of that name, else its stored one resumed, else a new one (`fresh`: always new). */
+  openNamed(agent: string, name: string, cwd: string, fresh = false): Promise<Opened> {
+    const key = `${agent}\u0000${name}`;
+    const inFlight = this.opening.get(key);
+    if (inFlight) return inFlight;
+    const opening = this.resolveNamed(agent, name, cwd, fresh).finally(() => this.opening.delete(key));
+    this.opening.set(key, opening);
+    return opening;
+  }
+
+  /** A new unnamed session, or (`resume`) the latest stored one of that agent and cwd. */
+  async openUnnamed(agent: string, cwd: string, resume: boolean): Promise<Opened> {
+    const session = await this.options.supervisor.newSession(agent, { cwd, resume });
+    const existing = this.held.get(session.id);
+    if (existing) return { held: existing, opened: 'existing' };
+    return { held: this.hold(session, null), opened: resume ? 'resumed' : 'new' };
+  }
+
+  /** A session the daemon holds, resumed first if it failed; one it does not hold is resumed from the store. */
+  async byId(sessionId: string): Promise<HeldSession> {
+    const held = this.held.get(sessionId);
+    if (held && held.session.status !== 'stopped') {
+      if (held.session.status === 'failed' && !held.running) await held.session.resume();
+      return held;
+    }
+    if (held) this.release(held);
+    const session = await this.options.supervisor.resumeSession(sessionId);
+    return this.held.get(session.id) ?? this.hold(session, this.names.nameOf(sessionId));
+  }
+
+  /**
+   * Queues a prompt on the session and resolves once it has run (or was dropped). Lines go
+   * to `sink`: `queued` when it waits, `started`, every `update`, `permission` requests of
+   * the session, then `done` or `error`.
+   */
+  prompt(held: HeldSession, text: string, sink: PromptSink): Promise<void> {
+    return new Promise<void>((finished) => {
+      const position = held.queue.length + (held.running ? 1 : 0);
+      held.queue.push({ text, sink, finished });
+      if (position > 0) sink({ type: 'queued', sessionId: held.session.id, position });
+      void this.drain(held);
+    });
+  }
+
+  /** Cancels the running turn and drops the queued prompts (each ends `cancelled`). */
+  cancel(sessionId: string): { cancelledRunning: boolean; droppedQueued: number } {
+    const held = this.held.get(sessionId);
+    if (!held) return { cancelledRunning: false, droppedQueued: 0 };
+    const dropped = held.queue.splice(0);
+    for (const job of dropped) {
+      job.sink({ type: 'done', sessionId, stopReason: 'cancelled', text: '' });
+      job.finished();
+    }
+    const cancelledRunning = held.running !== null;
+    if (cancelledRunning) held.session.cancel();
+    return { cancelledRunning, droppedQueued: dropped.length };
+  }
+
+  /** Closes a session the daemon holds (its queued prompts are dropped first). */
+  async close(sessionId: string): Promise<void> {
+    const held = this.held.get(sessionId);
+    if (!held) return;
+    this.cancel(sessionId);
+    await held.session.close();
+    this.release(held);
+  }
+
+  /** The daemon's view of a stored session. */
+  row(stored: Omit<SessionRow, 'name' | 'live' | 'busy' | 'queued'>): SessionRow {
+    const held = this.held.get(stored.sessionId);
+    const live = held !== undefined && held.session.status !== 'stopped' && held.session.status !== 'failed';
+    return { ...stored, name: held?.name ?? this.names.nameOf(stored.sessionId), live, busy: held?.running != null, queued: held?.queue.length ?? 0 };
+  }
+
+  /** How many sessions the daemon holds open for an agent. */
+  openCount(agent: string): number {
+    let count = 0;
+    for (const held of this.held.values()) if (held.session.agent === agent && held.session.status !== 'stopped') count += 1;
+    return count;
+  }
+
+  /** Ends every queue (their prompts get `shutting_down`) and lets go of every session. */
+  closeAll(): void {
+    for (const held of [...this.held.values()]) {
+      for (const job of held.queue.splice(0)) {
+        job.sink({ type: 'error', error: { kind: 'shutting_down', message: 'The daemon is shutting down' } });
+        job.finished();
+      }
+      this.release(held);
+    }
+  }
+
+  private async resolveNamed(agent: string, name: string, cwd: string, fresh: boolean): Promise<Opened> {
+    const open = [...this.held.values()].find((held) => held.name === name && held.session.agent === agent);
+    let notice: string | undefined;
+    if (open && !fresh && open.session.status !== 'stopped') {
+      if (open.session.status !== 'failed' || open.running) return { held: open, opened: 'existing' };
+      try {
+        await open.session.resume();
+        return { held: open, opened: 'resumed' };
+      } catch (error) {
+        if (!isUnresumable(error)) throw error;
+        notice = `Session "${name}" (${open.session.id}) could not be resumed (${(error as Error).message}); a new session was opened`;
+      }
+    }
+    if (open) open.name = null; // the name moves to the session opened below
+    const storedId = fresh || open ? undefined : this.names.idOf(agent, name);
+    if (storedId) {
+      try {
+        const session = await this.options.supervisor.resumeSession(storedId, { agent });
+        return { held: this.held.get(session.id) ?? this.hold(session, name), opened: 'resumed' };
+      } catch (error) {
+        if (!isUnresumable(error)) throw error;
+        notice = `Session "${name}" (${storedId}) could not be resumed (${(error as Error).message}); a new session was opened`;
+      }
+    }
+    const session = await this.options.supervisor.newSession(agent, { cwd });
+    this.names.set(agent, name, session.id);
+    return { held: this.hold(session, name), opened: 'new', ...(notice ? { notice } : {}) };
+  }
+
+  private hold(session: Session, name: string | null): HeldSession {
+    const offUpdates = session.on('update', (update) => this.options.onUpdate(session.agent, session.id, update));
+    const held: HeldSession = { session, name, queue: [], running: null, offUpdates };
+    this.held.set(session.id, held);
+    if (name !== null) this.names.set(session.agent, name, session.id);
+    return held;
+  }
+
+  private release(held: HeldSession): void {
+    held.offUpdates();
+    if (this.held.get(held.session.id) === held) this.held.delete(held.session.id);
+  }
+
+  /** Runs the session's queued prompts one after the other. */
+  private async drain(held: HeldSession): Promise<void> {
+    if (held.running) return;
+    const job = held.queue.shift();
+    if (!job) return;
+    held.running = job;
+    const sessionId = held.session.id;
+    let text = '';
+    const offUpdates = held.session.on('update', (update) => {
+      if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') text += update.content.text;
+      job.sink({ type: 'update', sessionId, update });
+    });
+    const offPermissions = this.options.permissions.listen({
+      requested: (permission) => permission.sessionId === sessionId && job.sink({ type: 'permission', permission }),
+      resolved: () => {},
+    });
+    try {
+      if (held.session.status === 'failed') await held.session.resume();
+      job.sink({ type: 'started', sessionId });
+      const stopReason = await held.session.prompt(job.text);
+      job.sink({ type: 'done', sessionId, stopReason, text });
+    } catch (error) {
+      job.sink({ type: 'error', error: errorBody(error).body.error });
+    } finally {
+      offUpdates();
+      offPermissions();
+      held.running = null;
+      job.finished();
+    }
+    void this.drain(held);
+  }
+}
+
+/** A stored session that cannot be resumed: the agent cannot load sessions, or no longer knows it. */
+function isUnresumable(error: unknown): boolean {
+  return error instanceof AgentError && ['not_supported', 'session_not_found', 'protocol_error', 'session_closed'].includes(error.kind);
+}
