@@ -78,6 +78,8 @@ export interface SupervisorEventMap {
   'session:status': RuntimeEvents['session:status'];
   /** A turn sent no update for `stallTimeoutMs`; `policy` says what was done about it. */
   'session:stall': RuntimeEvents['session:stall'];
+  /** A turn's prompt as it is sent, then how the turn ended (`stopReason` or `error`): what the transcript keeps. */
+  'session:turn': RuntimeEvents['session:turn'];
   /**
    * Emitted once, right after the supervisor is created, when its agents run under a weaker
    * containment than asked for (or only process groups): which, and why each stronger one was refused.

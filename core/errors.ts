@@ -172,6 +172,19 @@ export class AgentError extends Error {
     this.retryAt = options.classInfo?.retryAt;
   }
 
+  /** The same error with the class its agent's classifier gave it. */
+  withClass(classInfo: FailureClassInfo): AgentError {
+    return new AgentError(this.kind, this.message, {
+      agent: this.agent,
+      stderr: this.stderr,
+      cause: this.cause,
+      command: this.command,
+      installHint: this.installHint,
+      authMethods: this.authMethods,
+      classInfo,
+    });
+  }
+
   /** Builds the error from the plain failure record a machine keeps in context. */
   static fromFailure(agent: string, failure: AgentFailure): AgentError {
     return new AgentError(failure.kind, failure.message, {

@@ -18,6 +18,7 @@ interface Subscribable {
 export class AgentWatch {
   private readonly connectedAt = new Map<string, number>();
   private readonly connections = new Map<string, number>();
+  private readonly lastPid = new Map<string, number>();
   private readonly lastState = new Map<string, string>();
   private readonly watched = new Map<string, { unsubscribe(): void }>();
   private readonly notAgents = new Set<string>();
@@ -32,11 +33,15 @@ export class AgentWatch {
     this.offs.push(
       supervisor.on('agent:status', (event) => {
         if (event.status === 'connected') {
-          this.connectedAt.set(event.agent, this.now());
-          this.connections.set(event.agent, (this.connections.get(event.agent) ?? 0) + 1);
-        } else {
-          this.connectedAt.delete(event.agent);
+          // A restart is a new process; connected again over the same one (after authenticate) is not.
+          const pid = this.supervisor.describe(event.agent).pid;
+          if (pid === null || pid !== this.lastPid.get(event.agent)) {
+            this.connectedAt.set(event.agent, this.now());
+            this.connections.set(event.agent, (this.connections.get(event.agent) ?? 0) + 1);
+          }
+          if (pid !== null) this.lastPid.set(event.agent, pid);
         }
+        // Left connected: the row says null (row() reads connectedAt only while connected).
         this.listener.status(event, this.row(event.agent));
       }),
     );

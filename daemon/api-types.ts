@@ -194,11 +194,17 @@ export type ServerMessage = { at: number; t: string } & (
   | { type: 'agent:error'; agent: string; kind: string; message: string; class?: string; retryAt?: number | null }
   /** topic `updates`: a session update (of the sessions subscribed to, or all). */
   | { type: 'session:update'; agent: string; sessionId: string; update: unknown }
+  /**
+   * topic `updates`: a turn of a session — its prompt as sent (`turn: { prompt }`), then how it
+   * ended (`turn: { stopReason }` or `{ error }`); the shapes of the transcript's `prompt` and
+   * `prompt_result` entries, whoever sent the prompt.
+   */
+  | { type: 'session:turn'; agent: string; sessionId: string; turn: { prompt: unknown[] } | { stopReason: string } | { error: { kind: string; message: string } } }
   /** topic `sessions`: a session opened, changed status, or closed. */
   | { type: 'session:status'; agent: string; sessionId: string; status: string }
   /** topic `permissions`. */
   | { type: 'permission:request'; permission: PermissionRow }
-  | { type: 'permission:resolved'; id: string; outcome: PermissionAnswerBody['outcome'] }
+  | { type: 'permission:resolved'; id: string; agent: string; sessionId: string; outcome: PermissionAnswerBody['outcome'] }
   /** topic `logs`: an agent's stderr line. */
   | { type: 'log'; agent: string; line: string }
   /** The client read too slowly: this many messages were dropped for it. */

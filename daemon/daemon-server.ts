@@ -61,11 +61,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   );
   const offs = [
     supervisor.on('error', (event) => feed.publish('errors', { type: 'agent:error', agent: event.agent, kind: event.kind, message: event.message, ...(event.class ? { class: event.class, retryAt: event.retryAt ?? null } : {}) })),
+    supervisor.on('session:turn', ({ agent, sessionId, ...turn }) => feed.publish('updates', { type: 'session:turn', agent, sessionId, turn }, sessionId)),
     supervisor.on('session:status', ({ agent, sessionId, status }) => feed.publish('sessions', { type: 'session:status', agent, sessionId, status })),
     supervisor.on('agent:stderr', ({ agent, line }) => feed.publish('logs', { type: 'log', agent, line })),
     permissions.listen({
       requested: (permission) => feed.publish('permissions', { type: 'permission:request', permission }),
-      resolved: (id, outcome) => feed.publish('permissions', { type: 'permission:resolved', id, outcome }),
+      resolved: ({ id, agent, sessionId }, outcome) => feed.publish('permissions', { type: 'permission:resolved', id, agent, sessionId, outcome }),
     }),
   ];
 

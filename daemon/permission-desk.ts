@@ -11,7 +11,7 @@ import { ApiError } from './http-kit.js';
 
 export interface PermissionDeskListener {
   requested(row: PermissionRow): void;
-  resolved(id: string, outcome: PermissionOutcome): void;
+  resolved(row: PermissionRow, outcome: PermissionOutcome): void;
 }
 
 export class PermissionDesk {
@@ -34,7 +34,7 @@ export class PermissionDesk {
       for (const listener of this.listeners) listener.requested(row);
       void request.settled.then((outcome) => {
         this.pending.delete(id);
-        for (const listener of this.listeners) listener.resolved(id, outcome);
+        for (const listener of this.listeners) listener.resolved(row, outcome);
       });
     });
   }

@@ -57,7 +57,7 @@ export class SessionOpener {
       /** A session's workspace now belongs to the session (its id is known). */
       claimWorkspace: (lease: WorkspaceLease, agent: string, sessionId: string) => void;
       /** The agent answered session/new or session/load with an error: its agent machine classifies it (a login, a limit). */
-      refused?: (agent: string, error: AgentError, cause: unknown) => void;
+      refused?: (agent: string, error: AgentError, cause: unknown) => AgentError | void;
     },
   ) {}
 
@@ -121,7 +121,7 @@ export class SessionOpener {
     const failure = isAuthRequired(error)
       ? authRequired(agent.name, `${agent.displayName} requires authentication`, agent.authMethods, error)
       : toRequestError(agent.name, agent.connection, error, request);
-    if (failure.kind === 'auth_required' || failure.kind === 'protocol_error') this.deps.refused?.(agent.name, failure, error);
+    if (failure.kind === 'auth_required' || failure.kind === 'protocol_error') return this.deps.refused?.(agent.name, failure, error) ?? failure;
     return failure;
   }
 }

@@ -6,7 +6,7 @@
  * events, and releases a session's resources once its machine reports `stopped`.
  */
 import type { ActorRefFrom } from 'xstate';
-import type { McpServer, SessionNotification, SessionUpdate } from '../core/acp-types.js';
+import type { ContentBlock, McpServer, SessionNotification, SessionUpdate } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import type { AgentFailure, AuthMethodSummary } from '../core/errors.js';
 import type { PermissionPolicy, PermissionRequest } from '../core/permission-policy.js';
@@ -33,6 +33,11 @@ export interface RuntimeEvents extends WorkspaceEvents {
   'sandbox:violation': { agent: string; sessionId: string; operation: 'read' | 'write' | 'terminal'; path: string; message: string };
   'session:status': { agent: string; sessionId: string; status: SessionStatus };
   'session:stall': { agent: string; sessionId: string; policy: StallPolicy; stallTimeoutMs: number };
+  /**
+   * A turn of a session: its prompt as it is sent (`prompt`), then how it ended (`stopReason`,
+   * or `error`) — the same shapes as the transcript's `prompt` and `prompt_result` entries.
+   */
+  'session:turn': { agent: string; sessionId: string } & ({ prompt: ContentBlock[] } | { stopReason: string } | { error: { kind: string; message: string } });
   /** One line an agent wrote to stderr, as it comes (at most 1000 characters). */
   'agent:stderr': { agent: string; line: string };
   /**

@@ -17,6 +17,7 @@ import { describeError, failures, toError, workspaceFailed, type AgentError } fr
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { AgentTimings } from '../machines/agent-events.js';
+import { reportedFailure } from '../machines/agent-context.js';
 import { agentMachine } from '../machines/agent.machine.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import { sessionMachine } from '../machines/session.machine.js';
@@ -202,7 +203,11 @@ export class SupervisorRuntime {
         promptTurn: createPromptTurnActor({
           connectionOf,
           cancelPermissions: (agent, sessionId) => this.broker.cancelSession(agent, sessionId),
-          onTurn: (agent, sessionId, turn) => ('prompt' in turn ? this.journal.prompt(agent, sessionId, turn.prompt) : this.journal.promptResult(agent, sessionId, turn)),
+          onTurn: (agent, sessionId, turn) => {
+            if ('prompt' in turn) this.journal.prompt(agent, sessionId, turn.prompt);
+            else this.journal.promptResult(agent, sessionId, turn);
+            this.events.emit('session:turn', { agent, sessionId, ...turn });
+          },
           now: this.now,
         }),
         loadSession: createLoadSessionActor({
@@ -281,18 +286,26 @@ export class SupervisorRuntime {
     this.events.emit(type, event);
   }
 
-  /** session/new or session/load refused by the agent: its machine classifies the failure. */
-  private reportRefusal(agent: string, error: AgentError, cause: unknown): void {
+  /**
+   * session/new or session/load refused by the agent: its machine classifies the failure (and
+   * parks the agent for a login or a limit); the caller's error carries the same class.
+   */
+  private reportRefusal(agent: string, error: AgentError, cause: unknown): AgentError {
     const rpc = cause as { code?: unknown; data?: unknown } | null;
-    this.agentActor(agent)?.send({
-      type: 'agent.failure',
-      phase: 'session',
+    const report = {
+      type: 'agent.failure' as const,
+      phase: 'session' as const,
       kind: error.kind,
       detail: `${error.message}${rpc && typeof rpc === 'object' && 'message' in rpc ? ` (${describeError(cause)})` : ''}`,
       rpcCode: typeof rpc?.code === 'number' ? rpc.code : null,
       ...(rpc?.data !== undefined ? { rpcData: rpc.data } : {}),
       at: this.now(),
-    });
+    };
+    const actor = this.agentActor(agent);
+    if (!actor) return error;
+    const { class: failureClass, retryable, retryAt } = reportedFailure(actor.getSnapshot().context, report);
+    actor.send(report);
+    return failureClass === undefined ? error : error.withClass({ class: failureClass, retryable: retryable ?? false, retryAt: retryAt ?? null });
   }
 
   /** True when `register(name)` would be accepted by the supervisor machine right now. */

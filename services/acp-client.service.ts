@@ -307,5 +307,23 @@ export function toRequestError(agent: string, connection: ClientConnection, erro
   if (error instanceof AgentError) return error;
   if (connection.signal.aborted) return agentFailure('agent_exited', agent, `Agent "${agent}" exited during ${request}`, error);
   const kind = isAuthRequired(error) ? 'auth_required' : 'protocol_error';
-  return agentFailure(kind, agent, `${request} failed: ${describeError(error)}`, error);
+  return agentFailure(kind, agent, `${request} failed: ${describeRpcError(error)}`, error);
+}
+
+/**
+ * A JSON-RPC error's message with what its `data` says, when that is text: agents put the
+ * real reason there ("Internal error" + `data.details`: "Claude Code process exited with code 1").
+ */
+export function describeRpcError(error: unknown): string {
+  const message = describeError(error);
+  const data = (error as { data?: unknown } | null)?.data;
+  const said = typeof data === 'string' ? data : textField(data, 'details') ?? textField(data, 'message') ?? textField(data, 'error');
+  if (!said || message.includes(said)) return message;
+  return `${message}: ${said.length > 500 ? `${said.slice(0, 500)}…` : said}`;
+}
+
+function textField(value: unknown, key: string): string | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const field = (value as Record<string, unknown>)[key];
+  return typeof field === 'string' && field.trim() ? field.trim() : undefined;
 }

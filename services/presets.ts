@@ -13,9 +13,9 @@ import { isOnPath } from './executable.js';
 
 /** How to install each preset's command; a `not_installed` error carries it as `installHint`. */
 export const installHints = {
-  claudeCode: 'npm install -g @agentclientprotocol/claude-agent-acp (provides claude-agent-acp; log in with `claude` first)',
+  claudeCode: 'npm install -g @agentclientprotocol/claude-agent-acp (provides claude-agent-acp; log in with `claude-agent-acp --cli auth login`, or set ANTHROPIC_API_KEY)',
   claudeCodeCli: 'npm install -g @anthropic-ai/claude-code (provides claude; log in with `claude` first)',
-  codex: 'npm install -g @zed-industries/codex-acp (provides codex-acp; log in with `codex login` or set OPENAI_API_KEY)',
+  codex: 'npm install -g @zed-industries/codex-acp (provides codex-acp; log in with `codex login`, or set OPENAI_API_KEY and choose it with `agentvisor auth codex openai-api-key`)',
   gemini: 'npm install -g @google/gemini-cli (provides gemini; log in with `gemini` once, or set GEMINI_API_KEY)',
 } as const;
 

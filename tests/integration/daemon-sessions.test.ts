@@ -99,6 +99,9 @@ describe('prompts', () => {
     const plain = await call(daemon, 'POST', '/v1/prompt', { body: { agent: 'fixture', session: 'fail', text: command({ op: 'fail' }) } });
     expect(plain.status).toBe(424);
     expect(plain.json.error.kind).toBe('protocol_error');
+    // What the agent put in the error's data is part of the message (agents put the real reason there).
+    const detailed = await call(daemon, 'POST', '/v1/prompt', { body: { agent: 'fixture', session: 'fail', text: command({ op: 'fail', message: 'Internal error', data: { details: 'Claude Code process exited with code 1' } }) } });
+    expect(detailed.json.error.message).toBe('session/prompt failed: Internal error: Claude Code process exited with code 1');
   });
 });
 
@@ -132,7 +135,7 @@ describe('permissions', () => {
     const announced = await events.next((message) => message.type === 'permission:request', 'permission:request');
     await call(daemon, 'POST', `/v1/sessions/${announced.permission.sessionId}/cancel`);
     const resolved = await events.next((message) => message.type === 'permission:resolved', 'permission:resolved');
-    expect(resolved).toMatchObject({ id: announced.permission.id, outcome: { outcome: 'cancelled' } });
+    expect(resolved).toMatchObject({ id: announced.permission.id, agent: 'fixture', sessionId: announced.permission.sessionId, outcome: { outcome: 'cancelled' } });
     expect((await turn).at(-1)).toMatchObject({ type: 'done', stopReason: 'cancelled' });
     events.close();
   });
@@ -176,6 +179,8 @@ describe('logs and the event stream', () => {
     const updates = events.messages.filter((message) => message.type === 'session:update');
     expect(new Set(updates.map((message) => message.sessionId))).toEqual(new Set([watched]));
     expect(events.messages.some((message) => message.type === 'session:status' && message.sessionId === watched)).toBe(true);
+    const turns = events.messages.filter((message) => message.type === 'session:turn').map((message) => message.turn);
+    expect(turns).toEqual([{ prompt: [{ type: 'text', text: 'for you' }] }, { stopReason: 'end_turn' }]);
 
     const closed = await call(daemon, 'POST', `/v1/sessions/${watched}/close`);
     expect(closed.json).toMatchObject({ sessionId: watched, live: false });

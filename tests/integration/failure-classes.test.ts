@@ -97,7 +97,8 @@ describe('auth: parked in needsAuth', () => {
 
   it('reconnect() of a parked agent with a live process replaces the process; stop() leaves needsAuth for idle', async () => {
     env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec(['--require-auth']) } });
-    await expect(env.supervisor.newSession('fixture', { cwd: env.files.dir })).rejects.toMatchObject({ kind: 'auth_required' });
+    // The caller's error carries the class the agent's machine gave the refusal.
+    await expect(env.supervisor.newSession('fixture', { cwd: env.files.dir })).rejects.toMatchObject({ kind: 'auth_required', class: 'auth', retryable: false });
     expect(env.supervisor.getStatus('fixture')).toBe('needsAuth');
     const old = env.supervisor.list()[0]!.pid!;
     const fresh = await env.supervisor.reconnect('fixture');
