@@ -8,6 +8,8 @@
  * keeps it).
  */
 import * as containment from './containment.bench.js';
+import * as daemonLs from './daemon-ls.bench.js';
+import * as daemonWsStatus from './daemon-ws-status.bench.js';
 import * as fanOut from './fan-out.bench.js';
 import * as handshake from './handshake.bench.js';
 import { prepareAgentEnvironment } from './lib/env.js';
@@ -38,6 +40,8 @@ export const benchmarks = [
   entry('shutdown', shutdown.shutdownBench, shutdown),
   entry('restart-storm', restartStorm.restartStormBench, restartStorm),
   entry('containment', containment.containmentBench, containment),
+  entry('daemon-ws-status', daemonWsStatus.daemonWsStatusBench, daemonWsStatus),
+  entry('daemon-ls', daemonLs.daemonLsBench, daemonLs),
 ] as Array<Entry<unknown>>;
 
 async function main(argv: string[]): Promise<number> {

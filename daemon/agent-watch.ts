@@ -3,7 +3,7 @@
  * it restarted, and every move of its machine (also within a status: `connected.settling` →
  * `connected.stable`), read from the agent actors' snapshots.
  */
-import type { AgentStatusEvent, Supervisor } from '../index.js';
+import type { AgentStatusEvent, AgentSummary, Supervisor } from '../index.js';
 import type { AgentRow } from './api-types.js';
 
 export interface AgentWatchListener {
@@ -27,7 +27,8 @@ export class AgentWatch {
   constructor(
     private readonly supervisor: Supervisor,
     private readonly listener: AgentWatchListener,
-    private readonly openSessions: (agent: string) => number,
+    /** How many sessions the daemon holds open, by agent. */
+    private readonly openSessions: () => ReadonlyMap<string, number>,
     private readonly now: () => number = Date.now,
   ) {
     this.offs.push(
@@ -53,17 +54,33 @@ export class AgentWatch {
 
   /** One agent's row. Throws `unknown_agent`. */
   row(agent: string): AgentRow {
-    const summary = this.supervisor.describe(agent);
-    return {
-      ...summary,
-      connectedAt: summary.status === 'connected' ? (this.connectedAt.get(agent) ?? null) : null,
-      restarts: Math.max(0, (this.connections.get(agent) ?? 0) - 1),
-      sessions: this.openSessions(agent),
-    };
+    return this.toRow(this.supervisor.describe(agent), this.openSessions());
   }
 
   rows(): AgentRow[] {
-    return this.supervisor.list().map((summary) => this.row(summary.name));
+    const open = this.openSessions();
+    return this.supervisor.list().map((summary) => this.toRow(summary, open));
+  }
+
+  /**
+   * The row of a summary, its fields named one by one: on Node 20 an object spread followed by
+   * more properties takes a slow path (~5 µs an object), which `ls` of 100 agents would pay.
+   */
+  private toRow(summary: AgentSummary, open: ReadonlyMap<string, number>): AgentRow {
+    const { name } = summary;
+    return {
+      name,
+      displayName: summary.displayName,
+      status: summary.status,
+      state: summary.state,
+      pid: summary.pid,
+      attempt: summary.attempt,
+      lastError: summary.lastError,
+      containment: summary.containment,
+      connectedAt: summary.status === 'connected' ? (this.connectedAt.get(name) ?? null) : null,
+      restarts: Math.max(0, (this.connections.get(name) ?? 0) - 1),
+      sessions: open.get(name) ?? 0,
+    };
   }
 
   close(): void {

@@ -41,6 +41,11 @@ export interface ApiErrorBody {
     /** With an agent failure: its class (docs/failures.md), when known. */
     class?: string;
     retryAt?: number | null;
+    /** With `auth_required` (class auth): the methods the agent offers (`POST /v1/agents/:name/authenticate`). */
+    authMethods?: Array<{ id: string; name: string; description?: string | null }>;
+    /** With `not_installed`: the command not found, and how to install it when known. */
+    command?: string;
+    installHint?: string;
   };
 }
 

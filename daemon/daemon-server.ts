@@ -57,7 +57,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       status: ({ agent, status, previous }, row) => feed.publish('status', { type: 'agent:status', agent, status, previous, row }),
       state: (agent, state, status) => feed.publish('state', { type: 'agent:state', agent, state, status }),
     },
-    (agent) => sessions.openCount(agent),
+    () => sessions.openCounts(),
   );
   const offs = [
     supervisor.on('error', (event) => feed.publish('errors', { type: 'agent:error', agent: event.agent, kind: event.kind, message: event.message, ...(event.class ? { class: event.class, retryAt: event.retryAt ?? null } : {}) })),

@@ -66,6 +66,9 @@ export function errorBody(error: unknown): { status: number; body: ApiErrorBody 
       body.class = error.class;
       body.retryAt = error.retryAt ?? null;
     }
+    if (error.authMethods?.length) body.authMethods = error.authMethods.map(({ id, name, description }) => ({ id, name, ...(description ? { description } : {}) }));
+    if (error.command) body.command = error.command;
+    if (error.installHint) body.installHint = error.installHint;
     return { status: statusOfKind(error.kind), body: { error: body } };
   }
   return { status: 500, body: { error: { kind: 'internal', message: `Internal error: ${error instanceof Error ? error.message : String(error)}` } } };

@@ -122,11 +122,11 @@ export class SessionDesk {
     return { ...stored, name: held?.name ?? this.names.nameOf(stored.sessionId), live, busy: held?.running != null, queued: held?.queue.length ?? 0 };
   }
 
-  /** How many sessions the daemon holds open for an agent. */
-  openCount(agent: string): number {
-    let count = 0;
-    for (const held of this.held.values()) if (held.session.agent === agent && held.session.status !== 'stopped') count += 1;
-    return count;
+  /** How many sessions the daemon holds open, by agent. */
+  openCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const { session } of this.held.values()) if (session.status !== 'stopped') counts.set(session.agent, (counts.get(session.agent) ?? 0) + 1);
+    return counts;
   }
 
   /** Ends every queue (their prompts get `shutting_down`) and lets go of every session. */

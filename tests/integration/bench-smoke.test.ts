@@ -8,9 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import * as containment from '../../bench/containment.bench.js';
+import * as daemonLs from '../../bench/daemon-ls.bench.js';
+import * as daemonWsStatus from '../../bench/daemon-ws-status.bench.js';
 import * as fanOut from '../../bench/fan-out.bench.js';
 import * as handshake from '../../bench/handshake.bench.js';
 import { agentScripts } from '../../bench/lib/agentvisor.js';
+import { clientScripts } from '../../bench/lib/daemon.js';
 import { prepareAgentEnvironment } from '../../bench/lib/env.js';
 import { leftoverAgents } from '../../bench/lib/processes.js';
 import type { BenchContext, BenchResult } from '../../bench/lib/results.js';
@@ -74,4 +77,14 @@ describe('benchmarks at smoke size', () => {
   it('containment', async () => {
     expectWellFormed(await containment.containmentBench(containment.smokeSize, ctx), 'containment');
   }, 30_000);
+
+  it('daemon-ws-status', async () => {
+    expectWellFormed(await daemonWsStatus.daemonWsStatusBench(daemonWsStatus.smokeSize, ctx), 'daemon-ws-status');
+    // Its client processes (WebSocket client, prompt load) are gone too.
+    expect(leftoverAgents(clientScripts)).toEqual([]);
+  }, 60_000);
+
+  it('daemon-ls', async () => {
+    expectWellFormed(await daemonLs.daemonLsBench(daemonLs.smokeSize, ctx), 'daemon-ls');
+  }, 60_000);
 });

@@ -35,7 +35,9 @@ describe('packed files', () => {
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/examples/echo-agent.js', 'LICENSE', 'README.md', 'package.json']));
     expect(files.some((file) => file.startsWith('visualizations/') && file.endsWith('.svg'))).toBe(true);
     expect(files.filter((file) => file.startsWith('dist/tests/') || /fixture/i.test(file))).toEqual([]);
-    expect(files.filter((file) => !/^(dist|visualizations)\//.test(file) && !['LICENSE', 'README.md', 'package.json'].includes(file))).toEqual([]);
+    // The CLI and daemon (dist/cli, dist/daemon) and the dashboard page the daemon serves.
+    expect(files).toEqual(expect.arrayContaining(['dist/cli/main.js', 'dist/daemon/daemon.js', 'dashboard/index.html', 'dashboard/app.js', 'dashboard/style.css']));
+    expect(files.filter((file) => !/^(dist|visualizations|dashboard)\//.test(file) && !['LICENSE', 'README.md', 'package.json'].includes(file))).toEqual([]);
     // No library sources: the only .ts files are the visualizer's self-contained statecharts.
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && !/^visualizations\/[\w-]+\.machine\.ts$/.test(file))).toEqual([]);
     expect(files).toEqual(expect.arrayContaining(['visualizations/agent.machine.ts', 'visualizations/supervisor.machine.ts', 'visualizations/session.machine.ts']));

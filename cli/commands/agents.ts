@@ -1,0 +1,98 @@
+/**
+ * The daemon's agents: `ls` (a pm2-like table), `start`, `stop` and `restart` (a spinner
+ * while the daemon works), and the daemon itself: `dashboard`, `shutdown`.
+ */
+import type { Command } from 'commander';
+import type { AgentRow, AgentsBody } from '../../daemon/api-types.js';
+import { CliError } from '../cli-error.js';
+import { stateDirOf } from '../context.js';
+import { DaemonClient } from '../daemon-client.js';
+import { ExitCode } from '../exit-codes.js';
+import { printJson, startSpinner, styleFor } from '../output.js';
+import { processAlive } from '../process-alive.js';
+import { agentColumns, renderTable } from '../table.js';
+import { formatOption, integerOption, type FormatOptions } from './options.js';
+
+/** The daemon of the state directory `command` works with; exit 6 when there is none. */
+export function connect(command: Command): DaemonClient {
+  return DaemonClient.connect(stateDirOf(command));
+}
+
+/** `/v1/agents/<name>` with the name encoded. */
+export const agentPath = (name: string, rest = '') => `/v1/agents/${encodeURIComponent(name)}${rest}`;
+
+/** Adds `ls`, `start`, `stop`, `restart`, `auth`, `dashboard` and `shutdown` to the program. */
+export function registerDaemonCommands(program: Command): void {
+  program
+    .command('ls')
+    .alias('list')
+    .description("the daemon's agents: status, state, pid, uptime, restarts, sessions, last error")
+    .addOption(formatOption())
+    .action(async (options: FormatOptions, command: Command) => {
+      const body = await connect(command).request<AgentsBody>('GET', '/v1/agents');
+      if (options.format === 'json') return printJson(body);
+      if (options.format === 'quiet') return void process.stdout.write(body.agents.map((row) => `${row.name}\n`).join(''));
+      if (body.agents.length === 0) return void process.stdout.write('no agents\n');
+      process.stdout.write(renderTable(body.agents, agentColumns(Date.now()), { width: process.stdout.isTTY ? process.stdout.columns : undefined, style: styleFor(process.stdout) }));
+    });
+
+  const lifecycle = [
+    { name: 'start', doing: 'Starting', description: 'start an agent in the daemon (resolves once it is connected)' },
+    { name: 'stop', doing: 'Stopping', description: 'stop an agent in the daemon (resolves once its processes are gone)' },
+    { name: 'restart', doing: 'Restarting', description: 'stop and start an agent in the daemon' },
+  ] as const;
+  for (const { name, doing, description } of lifecycle) {
+    program
+      .command(name)
+      .description(description)
+      .argument('<agent>', 'the agent')
+      .addOption(formatOption())
+      .action((agent: string, options: FormatOptions, command: Command) => agentAction(command, options, `${doing} ${agent}…`, agentPath(agent, `/${name}`)));
+  }
+
+  program
+    .command('auth')
+    .description("log an agent in with one of the methods it offers (ACP authenticate), e.g. `auth codex openai-api-key`")
+    .argument('<agent>', 'the agent')
+    .argument('<method>', 'the id of one of its auth methods (a needs-login error lists them)')
+    .addOption(formatOption())
+    .action((agent: string, methodId: string, options: FormatOptions, command: Command) =>
+      agentAction(command, options, `Authenticating ${agent} with ${methodId}…`, agentPath(agent, '/authenticate'), { methodId }),
+    );
+
+  program
+    .command('dashboard')
+    .description("print the dashboard's address (it carries the daemon's token: keep it to yourself)")
+    .action((_options: unknown, command: Command) => void process.stdout.write(`${connect(command).dashboardUrl}\n`));
+
+  program
+    .command('shutdown')
+    .description('stop the daemon and its agents; returns once its process is gone')
+    .option('--timeout <ms>', 'how long to wait for the daemon to exit', integerOption('--timeout', 1), 60_000)
+    .action(async (options: { timeout: number }, command: Command) => {
+      const client = connect(command);
+      await client.request('POST', '/v1/shutdown');
+      const { pid } = client.info;
+      const deadline = Date.now() + options.timeout;
+      // The daemon's pid is the only sign it is gone; it is not our child, so poll it.
+      while (processAlive(pid)) {
+        if (Date.now() > deadline) throw new CliError(`The daemon (pid ${pid}) is still running after ${options.timeout} ms`, ExitCode.internal);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      process.stdout.write(`daemon stopped (pid ${pid})\n`);
+    });
+}
+
+/** One POST on an agent that answers its row: a spinner while the daemon works, then the row. */
+async function agentAction(command: Command, options: FormatOptions, doing: string, path: string, body?: unknown): Promise<void> {
+  const client = connect(command);
+  const spinner = startSpinner(doing);
+  let row: AgentRow;
+  try {
+    row = await client.request<AgentRow>('POST', path, body === undefined ? {} : { body });
+  } finally {
+    spinner.stop();
+  }
+  if (options.format === 'json') return printJson(row);
+  if (options.format === 'text') process.stdout.write(`${row.name}: ${row.status}${row.pid === null ? '' : ` (pid ${row.pid})`}\n`);
+}

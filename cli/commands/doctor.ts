@@ -1,0 +1,113 @@
+/**
+ * `agentvisor doctor`: what this host offers. With a daemon running, its own report
+ * (`GET /v1/doctor`: presets, containment, store); without one, the checks the CLI can make
+ * itself: which agents' commands are on PATH and how to install the others, the state
+ * directory, the config file, and that no daemon runs.
+ */
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import type { Command } from 'commander';
+import type { DoctorBody, DoctorPreset } from '../../daemon/api-types.js';
+import { CliError } from '../cli-error.js';
+import { agentSpecs, type Config } from '../config.js';
+import { loadContext } from '../context.js';
+import { DaemonClient } from '../daemon-client.js';
+import { ExitCode } from '../exit-codes.js';
+import { printJson, styleFor } from '../output.js';
+import { packageVersion } from '../version.js';
+import { formatOption, type FormatOptions } from './options.js';
+
+/** What `doctor` reports: the daemon's body, or the local checks in its shape, plus where the CLI looked. */
+interface DoctorReport extends Partial<Pick<DoctorBody, 'containment' | 'store'>> {
+  version: string;
+  node: string;
+  stateDir: string | null;
+  presets: DoctorPreset[];
+  config: string | null;
+  daemon: { url: string; pid: number } | null;
+}
+
+/** Adds `doctor` to the program. */
+export function registerDoctor(program: Command): void {
+  program
+    .command('doctor')
+    .description('check this host: agents installed, state dir, daemon, containment, store')
+    .addOption(formatOption())
+    .action(async (options: FormatOptions, command: Command) => {
+      const { config, stateDir } = loadContext(command);
+      const report = (await fromDaemon(stateDir, config)) ?? (await localReport(stateDir, config));
+      if (options.format === 'json') return printJson(report);
+      if (options.format === 'text') process.stdout.write(render(report));
+    });
+}
+
+/** The daemon's report, or null when no daemon answers for `stateDir`. */
+async function fromDaemon(stateDir: string, config: Config): Promise<DoctorReport | null> {
+  let client: DaemonClient;
+  try {
+    client = DaemonClient.connect(stateDir);
+  } catch {
+    return null;
+  }
+  try {
+    const body = await client.request<DoctorBody>('GET', '/v1/doctor');
+    return { ...body, config: config.path, daemon: { url: client.info.url, pid: client.info.pid } };
+  } catch (error) {
+    if (error instanceof CliError && error.exitCode === ExitCode.noDaemon) return null; // stale files: nothing answers
+    throw error;
+  }
+}
+
+/** The checks the CLI makes by itself. */
+async function localReport(stateDir: string, config: Config): Promise<DoctorReport> {
+  const presets = Object.entries(await agentSpecs(config)).map(([agent, spec]) => ({
+    agent,
+    displayName: spec.displayName ?? agent,
+    command: spec.command,
+    path: findExecutable(spec.command),
+    installHint: spec.installHint ?? null,
+  }));
+  return { version: packageVersion(), node: process.version, stateDir, presets, config: config.path, daemon: null };
+}
+
+/** Where `command` is found (on PATH unless it has a slash), null when it is not there or not executable. */
+export function findExecutable(command: string, path = process.env.PATH ?? ''): string | null {
+  const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(Boolean).map((dir) => join(dir, command));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+function render(report: DoctorReport): string {
+  const style = styleFor(process.stdout);
+  const ok = style.green('✓');
+  const bad = style.red('✗');
+  const lines = [`agentvisor ${report.version} on Node ${report.node}`];
+  lines.push(`config:     ${report.config ?? style.dim('none (presets only)')}`);
+  const stateDir = report.stateDir;
+  lines.push(`state dir:  ${stateDir ?? style.dim('none')}${stateDir && !existsSync(stateDir) ? style.dim(' (made on first use)') : ''}`);
+  lines.push(`daemon:     ${report.daemon ? `running at ${report.daemon.url} (pid ${report.daemon.pid})` : style.dim('not running (start one with `agentvisor serve`)')}`);
+  lines.push('agents:');
+  const width = Math.max(...report.presets.map((preset) => preset.agent.length));
+  const commandWidth = Math.max(...report.presets.map((preset) => preset.command.length));
+  for (const preset of report.presets) {
+    const where = preset.path ? (preset.path === preset.command ? '' : style.dim(preset.path)) : `not installed${preset.installHint ? `: ${preset.installHint}` : ''}`;
+    lines.push(`  ${preset.path ? ok : bad} ${preset.agent.padEnd(width)}  ${style.dim(preset.command.padEnd(commandWidth))}  ${where}`.trimEnd());
+  }
+  if (report.containment) {
+    const refused = report.containment.refused.map((each) => `${each.kind}: ${each.reason}`);
+    lines.push(`containment: ${report.containment.kind ?? 'process groups only'}${refused.length > 0 ? style.dim(` (refused ${refused.join('; ')})`) : ''}`);
+  }
+  if (report.store) {
+    const { kind, ok: healthy, stats, error } = report.store;
+    const detail = stats ? `${stats.sessions} sessions, ${stats.transcript.count} transcript entries, ${stats.stderr.count} log lines` : '';
+    lines.push(`store:      ${healthy ? ok : bad} ${kind}${detail ? style.dim(` (${detail})`) : ''}${error ? ` ${style.red(error)}` : ''}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
