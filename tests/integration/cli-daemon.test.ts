@@ -205,6 +205,24 @@ describe.concurrent('agentvisor without a daemon', () => {
     expect(result.stderr).toContain('no daemon running for state dir');
   });
 
+  it('serve stops on SIGTERM: its agents stopped, its files removed, exit 0', async () => {
+    const args = ['--state-dir', files.path('signal-state'), '--config', files.path('agentvisor.config.json')];
+    const daemon = startCli([...args, 'serve', '--port', '0'], { env, cwd: files.dir, timeout: 0 });
+    try {
+      await waitForLine(daemon.stdout, (line) => line.startsWith('dashboard: '), 'the daemon to listen');
+      const started = await startCli([...args, 'start', 'fx'], { env, cwd: files.dir });
+      const pid = Number(/\(pid (\d+)\)/.exec(started.stdout)?.[1]);
+      expect(isRunning(pid)).toBe(true);
+      daemon.kill('SIGTERM');
+      expect((await daemon).exitCode).toBe(0);
+      expect(isRunning(pid)).toBe(false);
+      expect(existsSync(files.path('signal-state/daemon.json'))).toBe(false);
+      expect(existsSync(files.path('signal-state/daemon.token'))).toBe(false);
+    } finally {
+      if (daemon.exitCode === null) daemon.kill('SIGKILL');
+    }
+  });
+
   it('doctor makes its own checks', async () => {
     const result = await startCli(['--state-dir', files.path('empty-state'), 'doctor'], { env, cwd: files.dir });
     expect(result.exitCode).toBe(0);

@@ -96,14 +96,26 @@ describe('container agents, through the recording shim (NOT a real engine)', () 
 
   it('an agent that ignores stdin EOF is ended by the ladder\'s SIGTERM delivered inside the container', async () => {
     const clock = new SimulatedClock();
-    env.supervisor = createSupervisor({ clock, stateDir: false, agents: { docker: { ...fixtureSpec(['--linger']), runtime: { kind: 'docker', container: 'dev' } } } });
+    // The shim's "container" is this host: with no pid namespace around the local client (the
+    // default containment would make one), the pgid the wrapper reports is the one that
+    // `docker exec … kill` reaches. The wrapper's own fallback, a TERM shutdownTimeoutMs + 1 s
+    // of real time after its stdin closed, is 31 s away: only the ladder's SIGTERM can end
+    // the agent before the deadline below.
+    env.supervisor = createSupervisor({
+      clock,
+      stateDir: false,
+      containment: 'none',
+      agents: { docker: { ...fixtureSpec(['--linger']), shutdownTimeoutMs: 30_000, runtime: { kind: 'docker', container: 'dev' } } },
+    });
     await env.supervisor.ensureAgent('docker');
     const stopped = env.supervisor.stop('docker');
     await waitForAgentState(env.supervisor, 'docker', 'stopping.closing');
     expect(calls().some((call) => call.argv.includes('agentvisor-signal'))).toBe(false); // stdin closed; it lingers
-    clock.increment(5_000); // shutdownTimeoutMs: the SIGTERM rung
+    clock.increment(30_000); // shutdownTimeoutMs: the SIGTERM rung
     expect(agentState(env.supervisor, 'docker')).toBe('stopping.terminating');
-    await stopped;
+    let deadline: NodeJS.Timeout | undefined;
+    const late = new Promise((_, reject) => (deadline = setTimeout(() => reject(new Error('the ladder\'s SIGTERM did not end the agent within 10 s')), 10_000)));
+    await Promise.race([stopped, late]).finally(() => clearTimeout(deadline));
     // The ladder's SIGTERM went into the container: `docker exec dev /bin/sh -c 'kill -s "$1" -- "-$2"' agentvisor-signal TERM <pgid>`.
     expect(calls().some((call) => call.tool === 'docker' && call.argv.includes('agentvisor-signal') && call.argv.includes('TERM'))).toBe(true);
   });

@@ -1,4 +1,5 @@
 /** Sessions on real fixture-agent processes: turns, updates, cancel, failure and resume, stalls, auth. */
+import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { AgentError, createSupervisor, type SessionUpdate } from '../../index.js';
@@ -151,14 +152,20 @@ describe('stalls', () => {
     const statuses: string[] = [];
     session.on('status', ({ status }) => statuses.push(status));
     const received = collectChunks(session);
-    const turn = session.prompt(command({ op: 'slow', count: 2, intervalMs: 400, text: 'tick' }));
-    await eventually(() => received.chunks.length === 1, 'the first chunk'); // its activity reaches the machine at once
+    // The agent runs a tool (a terminal) that lasts until the test opens its gate: no update
+    // until then, and nothing here waits on real time.
+    const gate = env.files.path('gate');
+    const turn = session.prompt(command({ op: 'terminal', command: '/bin/sh', args: ['-c', 'until [ -e "$0" ]; do sleep 0.01; done', gate] }));
+    expect(session.status).toBe('running');
     clock.increment(119_999);
     expect(session.status).toBe('running');
     clock.increment(1);
     expect(session.status).toBe('stalled');
     expect(stalls).toEqual([{ agent: 'fixture', sessionId: session.id, policy: 'none', stallTimeoutMs: 120_000 }]);
-    expect(await turn).toBe('end_turn'); // the second chunk arrived: running again, then done
+    expect(received.chunks).toEqual([]);
+    writeFileSync(gate, '');
+    expect(await turn).toBe('end_turn'); // the tool's output arrived: running again, then done
+    expect(received.chunks).toEqual(['terminal-output:', 'terminal-exit:0']);
     expect(statuses).toEqual(['running', 'stalled', 'running', 'completed']);
   });
 

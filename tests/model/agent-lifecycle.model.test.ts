@@ -15,7 +15,7 @@ import type { EventObject } from 'xstate';
 import type { TestModel } from 'xstate/graph';
 
 const model = createTestModel(agentLifecycleModel, modelOptions(agentLifecycleModel)) as unknown as TestModel<ModelSnapshot, EventObject, unknown>;
-const paths = selectPaths(model, 4);
+const paths = selectPaths(model, agentLifecycleModel, 4);
 const coverage = new ModelCoverage(agentLifecycleModel);
 describe(`agent lifecycle model (${pathMode} paths)`, () => {
   for (const path of paths) itWalksPath(pathName(path, showAttempt), model, path, () => new LifecycleRun(path, coverage));

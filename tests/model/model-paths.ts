@@ -1,8 +1,9 @@
 /**
- * Shared machinery of the model-based tests: which paths to run (shortest paths by
- * default, bounded simple paths with MODEL_PATHS=simple), how a path is named, the
- * trace a step must produce (read from the model's `emits` actions), and the coverage
- * of the model's states and transitions reached by the steps that actually passed.
+ * Shared machinery of the model-based tests: which paths to run (a transition cover by
+ * default, every shortest path with MODEL_PATHS=shortest, bounded simple paths with
+ * MODEL_PATHS=simple), how a path is named, the trace a step must produce (read from the
+ * model's `emits` actions), and the coverage of the model's states and transitions reached
+ * by the steps that actually passed.
  */
 import { transition, type AnyMachineSnapshot, type AnyStateMachine, type AnyStateNode, type AnyTransitionDefinition, type EventObject } from 'xstate';
 import { getStateNodes, type TestModel } from 'xstate/graph';
@@ -38,19 +39,78 @@ export function modelOptions(machine: AnyStateMachine) {
 }
 
 /**
- * `MODEL_PATHS=simple` walks every simple path up to `MODEL_DEPTH` events (plus the shortest
- * paths to whatever those do not reach); otherwise the shortest path to every state.
+ * Which paths a model test runs (`MODEL_PATHS`):
+ *
+ * - `transitions` (the default, `npm test`): a few shortest paths that together take every
+ *   transition and reach every state of the model (`coveringPaths`);
+ * - `shortest` (`npm run test:full`): the shortest path to every vertex (a state with its
+ *   context, entered by a given event from a given state);
+ * - `simple` (`npm run test:model:deep`): every simple path up to `MODEL_DEPTH` events, plus
+ *   the shortest paths to whatever those do not reach.
  */
-export const pathMode: 'shortest' | 'simple' = process.env.MODEL_PATHS === 'simple' ? 'simple' : 'shortest';
+export type PathMode = 'transitions' | 'shortest' | 'simple';
+const pathModes: readonly PathMode[] = ['transitions', 'shortest', 'simple'];
+export const pathMode: PathMode = (() => {
+  const mode = process.env.MODEL_PATHS || 'transitions';
+  if (!pathModes.includes(mode as PathMode)) throw new Error(`MODEL_PATHS must be one of ${pathModes.join(', ')}, got ${mode}`);
+  return mode as PathMode;
+})();
 
-/** The paths to run: shortest paths to every state of the model, or bounded simple paths. */
-export function selectPaths(model: TestModel<ModelSnapshot, EventObject, unknown>, defaultDepth: number): ModelPath[] {
-  if (pathMode === 'shortest') return model.getShortestPaths() as ModelPath[];
+/**
+ * The paths to run (see `PathMode`). `keep` narrows the candidates first (a model variant
+ * that runs only some paths); the transition cover is then drawn from those.
+ */
+export function selectPaths(
+  model: TestModel<ModelSnapshot, EventObject, unknown>,
+  machine: AnyStateMachine,
+  defaultDepth: number,
+  keep: (path: ModelPath) => boolean = () => true,
+): ModelPath[] {
+  const shortest = (model.getShortestPaths() as ModelPath[]).filter(keep);
+  if (pathMode === 'shortest') return shortest;
+  if (pathMode === 'transitions') return coveringPaths(machine, shortest);
   const depth = Number(process.env.MODEL_DEPTH ?? defaultDepth);
   if (!Number.isInteger(depth) || depth < 1) throw new Error(`MODEL_DEPTH must be a positive integer, got ${process.env.MODEL_DEPTH}`);
   // Simple paths from the initial state stay shallow: the shortest paths to the states
   // they miss are added, so the deep walk covers at least what the default run covers.
-  return withoutPrefixes([...boundedSimplePaths(model, depth), ...(model.getShortestPaths() as ModelPath[])]);
+  return withoutPrefixes([...boundedSimplePaths(model, depth).filter(keep), ...shortest]);
+}
+
+/**
+ * A subset of `paths` that takes every transition definition (each guarded alternative)
+ * and reaches every state node that `paths` take and reach, chosen greedily: the path
+ * with the most not-yet-covered transitions and states first, the fewer steps on a tie,
+ * then the earlier path. Deterministic; returned in the order of `paths`.
+ */
+export function coveringPaths(machine: AnyStateMachine, paths: ModelPath[]): ModelPath[] {
+  const nodes = getStateNodes(machine.root);
+  const covers = paths.map((path) => {
+    const keys = new Set<unknown>();
+    path.steps.forEach((step, index) => {
+      for (const node of nodes) if (step.state.matches(node.path.join('.'))) keys.add(node);
+      if (index > 0) for (const definition of machine.getTransitionData(path.steps[index - 1]!.state, step.event)) keys.add(definition);
+    });
+    return keys;
+  });
+  const covered = new Set<unknown>();
+  const chosen = new Set<number>();
+  for (;;) {
+    let best = -1;
+    let bestGain = 0;
+    covers.forEach((keys, i) => {
+      if (chosen.has(i)) return;
+      let gain = 0;
+      for (const key of keys) if (!covered.has(key)) gain++;
+      if (gain > bestGain || (gain === bestGain && gain > 0 && paths[i]!.steps.length < paths[best]!.steps.length)) {
+        best = i;
+        bestGain = gain;
+      }
+    });
+    if (best < 0) break;
+    chosen.add(best);
+    for (const key of covers[best]!) covered.add(key);
+  }
+  return paths.filter((_, i) => chosen.has(i));
 }
 
 /** Drops every path whose event sequence is a prefix of another path's (it is walked there). */

@@ -26,7 +26,7 @@ const options = {
     event ? ` via ${event.type} from ${JSON.stringify(previous?.value)}${(previous?.context as { gated?: boolean } | undefined)?.gated ? ' (gated)' : ''}` : '',
 };
 const model = createTestModel(ptyActivityModel, options as never) as unknown as TestModel<ModelSnapshot, EventObject, unknown>;
-const paths = selectPaths(model, 4);
+const paths = selectPaths(model, ptyActivityModel, 4);
 const coverage = new ModelCoverage(ptyActivityModel);
 
 describe(`pty activity model (${pathMode} paths)`, () => {

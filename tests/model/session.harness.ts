@@ -5,6 +5,7 @@
  * for real (executors) and checks each model state on the real `Session` (assertions).
  * See docs/testing.md, "Session model".
  */
+import { writeFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import { SimulatedClock, transition, type StateValue } from 'xstate';
 import { createSupervisor, type AgentErrorKind, type AgentStatus, type PermissionRequest, type Session, type SessionStatus, type StopReason, type Supervisor } from '../../index.js';
@@ -49,17 +50,20 @@ export const stateMapping: Record<string, { status: SessionStatus; machine: Stat
  * - `echo`: a plain prompt, echoed back; the turn ends `end_turn` on its own (END_TURN next).
  * - `permission`: `{"op":"permission"}`; the request is held by the test's listener until
  *   PERMISSION_ANSWERED / PERMISSION_TIMES_OUT / CANCEL, then the agent ends its turn.
- * - `slow`: 3 chunks 400 ms apart: the first before the stall, the second is
- *   UPDATE_ARRIVES, the third and the end of the turn follow (END_TURN).
+ * - `gated`: `{"op":"terminal"}` running a shell that waits for a gate file: no update
+ *   until the test creates it (after STALL_TIMEOUT, on the clock); then the terminal's
+ *   output is UPDATE_ARRIVES, and its exit code and the end of the turn follow on their own
+ *   (END_TURN). Nothing in it depends on real time.
  * - `hang`: `{"op":"hang"}`; no update, no end until cancelled (or the session ends).
  */
-type Script = 'echo' | 'permission' | 'slow' | 'hang';
-const prompts: Record<Script, string> = {
+type Script = 'echo' | 'permission' | 'gated' | 'hang';
+const prompts: Record<Exclude<Script, 'gated'>, string> = {
   echo: 'hello model',
   permission: command({ op: 'permission', title: 'model-based test' }),
-  slow: command({ op: 'slow', count: 3, intervalMs: 400, text: 'tick' }),
   hang: command({ op: 'hang' }),
 };
+/** The `gated` turn: a terminal whose shell exits once `gate` exists. */
+const gatedPrompt = (gate: string) => command({ op: 'terminal', command: '/bin/sh', args: ['-c', 'until [ -e "$0" ]; do sleep 0.01; done', gate] });
 
 type Outcome = { status: 'pending' } | { status: 'resolved'; stopReason: StopReason } | { status: 'rejected'; kind: string };
 
@@ -73,6 +77,8 @@ interface Turn {
   checked: boolean;
   /** `updates` when the prompt was sent. */
   updatesBefore: number;
+  /** The gate file of a `gated` turn. */
+  gate: string;
 }
 
 /** What one model step says besides the state: the trace, how the turn settles, what a call is refused with. */
@@ -189,9 +195,10 @@ export class SessionRun extends ModelRun {
           break;
         }
         const script = this.scriptTurn();
-        this.turn = { script, outcome: { status: 'pending' }, done: Promise.resolve(), expected: undefined, checked: false, updatesBefore: this.updates };
+        const gate = this.files.path(`update-${this.turns.length}.gate`);
+        this.turn = { script, outcome: { status: 'pending' }, done: Promise.resolve(), expected: undefined, checked: false, updatesBefore: this.updates, gate };
         const turn = this.turn;
-        turn.done = this.session.prompt(prompts[script]).then(
+        turn.done = this.session.prompt(script === 'gated' ? gatedPrompt(gate) : prompts[script]).then(
           (stopReason) => void (turn.outcome = { status: 'resolved', stopReason }),
           (error: unknown) => void (turn.outcome = { status: 'rejected', kind: String((error as { kind?: unknown }).kind ?? error) }),
         );
@@ -224,12 +231,14 @@ export class SessionRun extends ModelRun {
           this.clock.increment(sutOptions.stallTimeoutMs);
           break;
         }
-        if (this.turn!.script === 'slow') await this.firstUpdateOnly();
+        if (this.turn!.script === 'gated') expect(this.updates - this.turn!.updatesBefore, 'updates of the gated turn before the stall (none until its gate opens)').toBe(0);
         this.clock.increment(sutOptions.stallTimeoutMs - 1);
         expect(this.session.status, 'still running 1 ms before stallTimeoutMs').toBe('running');
         this.clock.increment(1);
         break;
       case 'UPDATE_ARRIVES':
+        await this.openGate();
+        break;
       case 'END_TURN':
         break; // scripted when the prompt was sent: only wait for it
       case 'CANCEL':
@@ -272,7 +281,7 @@ export class SessionRun extends ModelRun {
     const [first, second] = ahead;
     if (first === 'END_TURN') return 'echo';
     if (first === 'PERMISSION_REQUESTED') return 'permission';
-    if (first === 'STALL_TIMEOUT' && second === 'UPDATE_ARRIVES') return 'slow';
+    if (first === 'STALL_TIMEOUT' && second === 'UPDATE_ARRIVES') return 'gated';
     return 'hang';
   }
 
@@ -284,16 +293,27 @@ export class SessionRun extends ModelRun {
   private isTransient(state: ModelSnapshot): boolean {
     const script = this.turn?.script;
     if (state.matches('running.open')) return script === 'echo' || script === 'permission';
-    if (state.matches('running.finishing')) return script === 'permission';
+    if (state.matches('running.finishing')) return script === 'permission' || script === 'gated';
     return false;
   }
 
-  /** A slow turn: waits for its first chunk (and the coalesced activity) — and no more — before the stall. */
-  private async firstUpdateOnly(): Promise<void> {
+  /**
+   * UPDATE_ARRIVES of a `gated` turn: opens the gate, and returns as the stalled session hears
+   * the terminal's output (its `running`). The turn then ends on its own, but only after the
+   * agent's terminal/release round trip, so the state is checked before any I/O moves it on.
+   */
+  private async openGate(): Promise<void> {
     const turn = this.turn!;
-    await settle(() => this.updates > turn.updatesBefore, () => 'the first update of the slow turn');
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(this.updates - turn.updatesBefore, 'updates of the slow turn before the stall (its chunks are 400 ms apart)').toBe(1);
+    let off = () => {};
+    const running = new Promise<void>((resolve) => {
+      off = this.session.on('status', ({ status }) => status === 'running' && resolve());
+    });
+    writeFileSync(turn.gate, '');
+    try {
+      await within(running, 'the terminal output of the gated turn to reach the session');
+    } finally {
+      off();
+    }
   }
 
   private async expectRefusal(call: Promise<unknown>, kind: AgentErrorKind, what: string): Promise<void> {

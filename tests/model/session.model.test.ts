@@ -34,9 +34,7 @@ const variants = [
 ];
 const runs = variants.flatMap(({ label, canLoad, keep }) => {
   const model = modelFor(canLoad);
-  return selectPaths(model, 4)
-    .filter(keep)
-    .map((path) => ({ label, canLoad, model, path, bug: knownBugs.find((bug) => takes(path, bug.from, bug.event)) }));
+  return selectPaths(model, sessionModel, 4, keep).map((path) => ({ label, canLoad, model, path, bug: knownBugs.find((bug) => takes(path, bug.from, bug.event)) }));
 });
 const coverage = new ModelCoverage(sessionModel);
 describe(`session model (${pathMode} paths)`, () => {

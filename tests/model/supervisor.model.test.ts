@@ -13,7 +13,7 @@ import { supervisorModel } from './supervisor.model.js';
 import { itCoversTheModel, itWalksPath } from './model-run.js';
 
 const model = createTestModel(supervisorModel, modelOptions(supervisorModel)) as unknown as TestModel<ModelSnapshot, EventObject, unknown>;
-const paths = selectPaths(model, 4);
+const paths = selectPaths(model, supervisorModel, 4);
 const coverage = new ModelCoverage(supervisorModel);
 describe(`supervisor model (${pathMode} paths)`, () => {
   for (const path of paths) itWalksPath(pathName(path, showCounts), model, path, () => new SupervisorRun(path, coverage));
