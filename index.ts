@@ -24,6 +24,7 @@ export type { WorkspaceSpec, WorkspaceOwner, WorkspaceKind, CleanupStrategy } fr
 export type { WorkspaceInfo, PruneOptions, PruneResult, WorkspaceEvents } from './runtime/workspace-registry.js';
 export { AgentError, type AgentErrorKind, type AgentFailure } from './core/errors.js';
 export { presets, echoAgentScript, installHints } from './services/presets.js';
+export { findExecutable } from './services/executable.js';
 export { agentMachine, type AgentContext } from './machines/agent.machine.js';
 export { supervisorMachine } from './machines/supervisor.machine.js';
 export { sessionMachine } from './machines/session.machine.js';

@@ -281,7 +281,12 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
       // A closed stream is reported by the exit path below, with the exit code.
       if (connection.signal.aborted) return;
       const code = (error as { code?: unknown } | null)?.code;
-      report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: launched.errorLines(), rpcCode: typeof code === 'number' ? code : null });
+      // What the agent wrote to stderr before it answered may sit unread in the other pipe
+      // when the answer is read: one turn of the event loop lets those reads run first.
+      setImmediate(() => {
+        if (connection.signal.aborted) return;
+        report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: launched.errorLines(), rpcCode: typeof code === 'number' ? code : null });
+      });
     },
   );
 

@@ -35,7 +35,7 @@ import { callDaemon, cliEntry, daemonModule, keepAliveAgent, type AgentsBody, ty
 import { ownCpuMs } from './lib/processes.js';
 import { finish, leakCheck } from './lib/report.js';
 import { defaultContext, type BenchContext, type BenchResult } from './lib/results.js';
-import { now, quantile, rotate, round, type Phase } from './lib/stats.js';
+import { now, quantile, quantiles, rotate, round, type Phase } from './lib/stats.js';
 
 export interface DaemonLsSize {
   agents: number;
@@ -170,18 +170,6 @@ export async function daemonLsBench(size: DaemonLsSize = defaultSize, ctx: Bench
       processes: { spawned: pids.length, leftover: leaks.leftover.length },
     },
   });
-}
-
-interface Quantiles {
-  n: number;
-  min: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-
-function quantiles(values: readonly number[]): Quantiles {
-  return { n: values.length, min: round(Math.min(...values), 3), p50: round(quantile(values, 0.5), 3), p99: round(quantile(values, 0.99), 3), max: round(Math.max(...values), 3) };
 }
 
 function isComplete(body: AgentsBody, names: readonly string[]): boolean {

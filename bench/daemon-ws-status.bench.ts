@@ -60,7 +60,7 @@ import { callJson, clientScripts, daemonModule, forkClient, type AgentRow, type 
 import { leftoverAgents, ownCpuMs, readPidFile } from './lib/processes.js';
 import { finish, leakCheck } from './lib/report.js';
 import { defaultContext, type BenchContext, type BenchResult } from './lib/results.js';
-import { now, quantile, rotate, round, type Phase } from './lib/stats.js';
+import { now, quantile, quantiles, rotate, round, type Phase, type Quantiles } from './lib/stats.js';
 
 export interface DaemonWsStatusSize {
   /** Agents with a turn running on the streaming side (the toggled agent comes on top). */
@@ -258,14 +258,6 @@ export async function daemonWsStatusBench(size: DaemonWsStatusSize = defaultSize
   });
 }
 
-interface Quantiles {
-  n: number;
-  min: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-
 interface SideSummary {
   latencyMs: Quantiles;
   /** By status: the p99 of each of the four messages of a cycle. */
@@ -284,10 +276,6 @@ interface SideSummary {
 }
 
 const latenciesMs = (records: readonly StatusRecord[]) => records.filter((r) => r.agent === toggleAgent).map((r) => r.latencyNs / 1e6);
-
-function quantiles(values: readonly number[]): Quantiles {
-  return { n: values.length, min: round(Math.min(...values), 3), p50: round(quantile(values, 0.5), 3), p99: round(quantile(values, 0.99), 3), max: round(Math.max(...values), 3) };
-}
 
 function summarize(sideRounds: readonly Round[]): SideSummary {
   const records = sideRounds.flatMap((r) => r.records);

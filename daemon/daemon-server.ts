@@ -10,11 +10,11 @@ import { WebSocketServer } from 'ws';
 import { createSupervisor, defaultStateDir, type Supervisor } from '../index.js';
 import { daemonError } from '../core/errors.js';
 import { AgentWatch } from './agent-watch.js';
-import type { AgentRow, DoctorBody } from './api-types.js';
+import type { DoctorBody } from './api-types.js';
 import { readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
 import { DEFAULT_PORT, type Daemon, type DaemonOptions } from './daemon-types.js';
 import { EventFeed, parseTopics } from './event-feed.js';
-import { baseHeaders, errorBody, sendError, sendJson, type NdjsonStream } from './http-kit.js';
+import { baseHeaders, sendError, sendJson, type NdjsonStream } from './http-kit.js';
 import { dashboardPage, packageVersion } from './package-assets.js';
 import { PermissionDesk } from './permission-desk.js';
 import { createGate, hostForUrl } from './request-gate.js';
@@ -120,7 +120,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       feed.attach(webSocket, topics.topics, sessionFilter ? sessionFilter.split(',').filter(Boolean) : null, (subscribed) => ({
         type: 'hello',
         version: packageVersion,
-        agents: agents.rows() as AgentRow[],
+        agents: agents.rows(),
         permissions: permissions.list(),
         topics: subscribed,
       }));
@@ -196,6 +196,3 @@ function isAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
-
-// Re-exported for the routes' error bodies in tests.
-export { errorBody };

@@ -2,9 +2,7 @@
  * `GET /v1/doctor`: what this host offers the daemon's agents — which agent commands are on
  * PATH (and how to install the others), the containment in effect, the store's health.
  */
-import { accessSync, constants } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
-import type { AgentSpec, Supervisor } from '../index.js';
+import { findExecutable, type AgentSpec, type Supervisor } from '../index.js';
 import type { DoctorBody, DoctorPreset } from './api-types.js';
 
 /** What the doctor knows beyond the supervisor: the specs it was given, where state lives, which store. */
@@ -14,26 +12,12 @@ export interface DoctorInput {
   storeKind: DoctorBody['store']['kind'];
 }
 
-/** Where `command` resolves on PATH (or as a path), or null. */
-export function findCommand(command: string, path = process.env.PATH ?? '', cwd = process.cwd()): string | null {
-  const candidates = command.includes('/') ? [isAbsolute(command) ? command : resolve(cwd, command)] : path.split(delimiter).filter(Boolean).map((folder) => join(folder, command));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
-
 export async function doctorReport(supervisor: Supervisor, input: DoctorInput, version: string): Promise<DoctorBody> {
   const presets: DoctorPreset[] = Object.entries(input.agents).map(([agent, spec]) => ({
     agent,
     displayName: spec.displayName ?? agent,
     command: spec.command,
-    path: findCommand(spec.command, spec.env?.PATH ?? process.env.PATH, spec.cwd ?? process.cwd()),
+    path: findExecutable(spec.command, spec.cwd, spec.env?.PATH ?? process.env.PATH),
     installHint: spec.installHint ?? null,
   }));
   let store: DoctorBody['store'];

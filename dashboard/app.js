@@ -84,7 +84,6 @@ class Feed {
   }
 
   push(item) {
-    item.arrival = ++arrivals;
     this.items.push(item);
     this.trim();
   }
@@ -98,13 +97,13 @@ class Feed {
    * what came live meanwhile (`mergeOverlap`). `settled` runs once it is loaded or has failed,
    * unless a resync began meanwhile (which starts a load of its own).
    */
-  backfill({ fetchPast, key, isLiveKind, what, settled }) {
+  backfill({ fetchPast, key, what, settled }) {
     if (this.loaded || this.loading) return;
     const generation = this.generation;
     this.loading = fetchPast()
       .then((past) => {
         if (generation !== this.generation) return;
-        this.items = mergeOverlap(past, this.items, key, isLiveKind);
+        this.items = mergeOverlap(past, this.items, key);
         this.trim();
         this.loaded = true;
       })
@@ -117,9 +116,6 @@ class Feed {
   }
 }
 
-/** Stamps live items in the order they arrive, across feeds. */
-let arrivals = 0;
-
 function feedOf(map, key) {
   let feed = map.get(key);
   if (!feed) map.set(key, (feed = new Feed()));
@@ -129,10 +125,10 @@ function feedOf(map, key) {
 /**
  * `history` then `live`, without the items both hold. The event stream carries no store
  * cursor, so the overlap is found by content: the longest run at the head of `live` that
- * equals the tail of `history` (counting only the history items the stream could have sent).
+ * equals the tail of `history`.
  */
-function mergeOverlap(history, live, key, isLiveKind = () => true) {
-  const tail = history.filter(isLiveKind).map(key);
+function mergeOverlap(history, live, key) {
+  const tail = history.map(key);
   const head = live.map(key);
   for (let length = Math.min(tail.length, head.length); length > 0; length--) {
     let same = true;

@@ -36,6 +36,44 @@ export interface BridgeEndpoint {
   end(): void;
 }
 
+/**
+ * The one ACP session a bridged process holds: its CLI runs one conversation, so
+ * `session/new` is answered once (another session needs another agent), and a prompt for
+ * any other session id is not found.
+ */
+export class SingleSession {
+  private opened = false;
+
+  constructor(
+    readonly sessionId: string,
+    /** How the protocol is named in the refusal: `pty`, `stream-json`. */
+    private readonly protocol: string,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.opened;
+  }
+
+  /** Marks the session open (session/new, or a session/load of this id). */
+  open(): void {
+    this.opened = true;
+  }
+
+  /** Answers `session/new`: the session's id the first time, a refusal after. */
+  answerNew(client: BridgeEndpoint, id: RequestId): void {
+    if (this.opened) return client.fail(id, bridgeErrorCodes.internal, `A ${this.protocol} agent holds one session per process: start another agent for another session`);
+    this.opened = true;
+    client.respond(id, { sessionId: this.sessionId });
+  }
+
+  /** Refuses a request for another session id (true when it did). */
+  refusesOther(client: BridgeEndpoint, id: RequestId, params: Record<string, unknown>): boolean {
+    if (params.sessionId === this.sessionId) return false;
+    client.fail(id, bridgeErrorCodes.resourceNotFound, `Unknown session ${String(params.sessionId)}`, { sessionId: params.sessionId });
+    return true;
+  }
+}
+
 /** Opens an endpoint whose client messages go to `handlers`. */
 export function openBridgeEndpoint(handlers: BridgeHandlers): BridgeEndpoint {
   const input = new PassThrough();

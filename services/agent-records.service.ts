@@ -80,8 +80,11 @@ export class AgentRecords {
       command,
       wrapper: { pid: wrapperPid, startTime: entry?.startTime ?? 0 },
       agentProcess: null,
-      pgid: entry?.pgid ?? wrapperPid,
-      sid: entry?.sid ?? wrapperPid,
+      // Every process agentvisor spawns leads its own session and group (execa's `detached`,
+      // node-pty's setsid): its pid is both. Reading them from /proc right after the fork can
+      // race the child's setsid and see the parent's group — which a sweep would then kill.
+      pgid: wrapperPid,
+      sid: wrapperPid,
       containment,
       handle: null,
       owner,

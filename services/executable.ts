@@ -6,8 +6,8 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 
-/** Why `command` cannot be executed: 'ENOENT', 'EACCES', or null when it can. */
-export function executableProblem(command: string, cwd: string | undefined, path: string): 'ENOENT' | 'EACCES' | null {
+/** Where `command` is found, as a spawn in `cwd` with `path` would find it, or why not. */
+function locate(command: string, cwd: string | undefined, path: string): { found: string } | { problem: 'ENOENT' | 'EACCES' } {
   const base = cwd ?? process.cwd();
   const candidates = command.includes('/')
     ? [isAbsolute(command) ? command : resolve(base, command)]
@@ -17,12 +17,30 @@ export function executableProblem(command: string, cwd: string | undefined, path
     try {
       if (!statSync(candidate).isFile()) continue;
       accessSync(candidate, constants.X_OK);
-      return null;
+      return { found: candidate };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EACCES') problem = 'EACCES';
     }
   }
-  return problem;
+  return { problem };
+}
+
+/** Why `command` cannot be executed: 'ENOENT', 'EACCES', or null when it can. */
+export function executableProblem(command: string, cwd: string | undefined, path: string): 'ENOENT' | 'EACCES' | null {
+  const where = locate(command, cwd, path);
+  return 'found' in where ? null : where.problem;
+}
+
+/**
+ * The file a spawn of `command` would run (on `path` unless it has a slash, relative to
+ * `cwd`), or null when there is none it may execute.
+ *
+ * @example
+ * findExecutable('codex-acp'); // '/usr/local/bin/codex-acp', or null when not installed
+ */
+export function findExecutable(command: string, cwd?: string, path = process.env.PATH ?? ''): string | null {
+  const where = locate(command, cwd, path);
+  return 'found' in where ? where.found : null;
 }
 
 /** True when `command` is an executable file in one of PATH's directories. */

@@ -27,6 +27,19 @@ export function quantile(values: readonly number[], q: number): number {
   return sorted[low]! + (sorted[high]! - sorted[low]!) * (position - low);
 }
 
+/** Latency quantiles of a sample (3 decimals): count, min, p50, p99, max. */
+export interface Quantiles {
+  n: number;
+  min: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export function quantiles(values: readonly number[]): Quantiles {
+  return { n: values.length, min: round(Math.min(...values), 3), p50: round(quantile(values, 0.5), 3), p99: round(quantile(values, 0.99), 3), max: round(Math.max(...values), 3) };
+}
+
 /** A sample's shape: median, min, max, and the interquartile range relative to the median. */
 export interface Spread {
   n: number;

@@ -4,12 +4,12 @@
  * itself: which agents' commands are on PATH and how to install the others, the state
  * directory, the config file, and that no daemon runs.
  */
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { DoctorBody, DoctorPreset } from '../../daemon/api-types.js';
 import { CliError } from '../cli-error.js';
 import { agentSpecs, type Config } from '../config.js';
+import { loadLibrary } from '../library.js';
 import { loadContext } from '../context.js';
 import { DaemonClient } from '../daemon-client.js';
 import { ExitCode } from '../exit-codes.js';
@@ -60,6 +60,7 @@ async function fromDaemon(stateDir: string, config: Config): Promise<DoctorRepor
 
 /** The checks the CLI makes by itself. */
 async function localReport(stateDir: string, config: Config): Promise<DoctorReport> {
+  const { findExecutable } = await loadLibrary(); // the presets below load it anyway
   const presets = Object.entries(await agentSpecs(config)).map(([agent, spec]) => ({
     agent,
     displayName: spec.displayName ?? agent,
@@ -70,19 +71,6 @@ async function localReport(stateDir: string, config: Config): Promise<DoctorRepo
   return { version: packageVersion(), node: process.version, stateDir, presets, config: config.path, daemon: null };
 }
 
-/** Where `command` is found (on PATH unless it has a slash), null when it is not there or not executable. */
-export function findExecutable(command: string, path = process.env.PATH ?? ''): string | null {
-  const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(Boolean).map((dir) => join(dir, command));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
 
 function render(report: DoctorReport): string {
   const style = styleFor(process.stdout);

@@ -9,7 +9,7 @@
  * session per process (docs/pty.md).
  */
 import type { Readable, Writable } from 'node:stream';
-import { bridgeErrorCodes, openBridgeEndpoint, promptOf, promptText } from '../acp-bridge.js';
+import { bridgeErrorCodes, openBridgeEndpoint, promptOf, promptText, SingleSession } from '../acp-bridge.js';
 
 export interface PtyBridgeOptions {
   /** The id of the one session this process serves. */
@@ -49,7 +49,7 @@ const initializeResult = {
 
 /** Opens the bridge; `feed`, `idle` and `end` come from the PTY and its activity machine. */
 export function openPtyBridge(options: PtyBridgeOptions): PtyBridge {
-  let sessionOpen = false;
+  const session = new SingleSession(options.sessionId, 'pty');
   let turn: { id: string | number } | null = null;
 
   const client = openBridgeEndpoint({
@@ -58,11 +58,9 @@ export function openPtyBridge(options: PtyBridgeOptions): PtyBridge {
         case 'initialize':
           return client.respond(id, initializeResult);
         case 'session/new':
-          if (sessionOpen) return client.fail(id, bridgeErrorCodes.internal, 'A pty agent holds one session per process: start another agent for another session');
-          sessionOpen = true;
-          return client.respond(id, { sessionId: options.sessionId });
+          return session.answerNew(client, id);
         case 'session/prompt':
-          if (params.sessionId !== options.sessionId) return client.fail(id, bridgeErrorCodes.resourceNotFound, `Unknown session ${String(params.sessionId)}`);
+          if (session.refusesOther(client, id, params)) return;
           if (turn) return client.fail(id, bridgeErrorCodes.internal, 'A turn is already running');
           turn = { id };
           return options.write(`${promptText(promptOf(params))}\r`);
@@ -84,7 +82,7 @@ export function openPtyBridge(options: PtyBridgeOptions): PtyBridge {
     input: client.input,
     output: client.output,
     feed(data) {
-      if (!turn || !sessionOpen) return;
+      if (!turn || !session.isOpen) return;
       const text = plainText(data);
       if (text !== '') client.notify('session/update', { sessionId: options.sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } });
     },

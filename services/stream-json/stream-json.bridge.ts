@@ -14,7 +14,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { StopReason } from '../../core/acp-types.js';
-import { bridgeErrorCodes, openBridgeEndpoint, promptOf, promptText, readLines } from '../acp-bridge.js';
+import { bridgeErrorCodes, openBridgeEndpoint, promptOf, promptText, readLines, SingleSession } from '../acp-bridge.js';
 import { StreamJsonDecoder, userMessageLine, type StreamJsonEvent } from './stream-json.parser.js';
 
 export interface StreamJsonBridgeOptions {
@@ -56,7 +56,7 @@ function interruptLine(requestId: string): string {
 export function openStreamJsonBridge(child: { stdin: Writable; stdout: Readable }, options: StreamJsonBridgeOptions): StreamJsonBridge {
   const decoder = new StreamJsonDecoder({ partialMessages: options.partialMessages === true });
   const warn = (message: string) => options.onWarning?.(message);
-  let sessionOpen = false;
+  const session = new SingleSession(options.sessionId, 'stream-json');
   /** The prompt request in flight (the CLI answers one turn at a time), and whether it was cancelled. */
   let turn: { id: string | number; cancelled: boolean } | null = null;
   let interrupts = 0;
@@ -72,19 +72,17 @@ export function openStreamJsonBridge(child: { stdin: Writable; stdout: Readable 
         case 'initialize':
           return client.respond(id, initializeResult);
         case 'session/new':
-          if (sessionOpen) return client.fail(id, bridgeErrorCodes.internal, 'A stream-json agent holds one session per process: start another agent for another session');
-          sessionOpen = true;
-          return client.respond(id, { sessionId: options.sessionId });
+          return session.answerNew(client, id);
         case 'session/load':
           if (params.sessionId !== options.sessionId) {
             return client.fail(id, bridgeErrorCodes.resourceNotFound, `This process runs session ${options.sessionId}; ${String(params.sessionId)} is not loaded`, {
               sessionId: params.sessionId,
             });
           }
-          sessionOpen = true;
+          session.open();
           return client.respond(id, {}); // resumed with --resume: the CLI holds the context, there is nothing to replay
         case 'session/prompt':
-          if (params.sessionId !== options.sessionId) return client.fail(id, bridgeErrorCodes.resourceNotFound, `Unknown session ${String(params.sessionId)}`, { sessionId: params.sessionId });
+          if (session.refusesOther(client, id, params)) return;
           if (turn) return client.fail(id, bridgeErrorCodes.internal, 'A turn is already running');
           turn = { id, cancelled: false };
           return toChild(userMessageLine(promptText(promptOf(params))));
@@ -109,7 +107,7 @@ export function openStreamJsonBridge(child: { stdin: Writable; stdout: Readable 
    * so it is a `session_info_update` carrying only `_meta['agentvisor/unknownLine']`.
    */
   function unknownUpdate(line: string, reason: string): void {
-    if (!sessionOpen) return;
+    if (!session.isOpen) return;
     const update = { sessionUpdate: 'session_info_update', _meta: { [unknownLineKey]: { line: line.slice(0, maxUnknownLineChars), reason } } };
     client.notify('session/update', { sessionId: options.sessionId, update });
   }

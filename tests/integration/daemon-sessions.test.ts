@@ -69,21 +69,27 @@ describe('prompts', () => {
   });
 
   it('queues prompts to a busy session and runs them in order', async () => {
-    const first = streamLines(daemon, 'POST', '/v1/prompt', { agent: 'fixture', session: 'queue', text: command({ op: 'slow', count: 3, intervalMs: 50 }) });
+    // The first turn waits for a permission answer: the second prompt surely finds it running.
+    const firstLines: Array<{ type: string; sessionId?: string; permission?: { id: string }; text?: string }> = [];
+    const first = call(daemon, 'POST', '/v1/prompt', { body: { agent: 'fixture', session: 'queue', text: command({ op: 'permission', title: 'hold' }) }, onLine: (line) => firstLines.push(line) });
+    await expect.poll(() => firstLines.some((line) => line.type === 'permission')).toBe(true);
     const secondLines: Array<{ type: string }> = [];
     const second = call(daemon, 'POST', '/v1/prompt', { body: { agent: 'fixture', session: 'queue', text: 'after' }, onLine: (line) => secondLines.push(line) });
-    const [firstLines] = await Promise.all([first, second]);
+    await expect.poll(() => secondLines.some((line) => line.type === 'queued')).toBe(true);
+    const held = firstLines.find((line) => line.type === 'permission')!.permission!.id;
+    await call(daemon, 'POST', `/v1/permissions/${held}`, { body: { optionId: 'allow' } });
+    await Promise.all([first, second]);
     expect(secondLines.map((line) => line.type)).toEqual(['session', 'queued', 'started', 'update', 'done']);
     expect(secondLines[1]).toMatchObject({ position: 1 });
-    expect(firstLines[0].sessionId).toBe((secondLines[0] as unknown as { sessionId: string }).sessionId);
-    expect(firstLines.at(-1)).toMatchObject({ type: 'done', text: 'slow 1\nslow 2\nslow 3\n' });
+    expect(firstLines[0]?.sessionId).toBe((secondLines[0] as unknown as { sessionId: string }).sessionId);
+    expect(firstLines.at(-1)).toMatchObject({ type: 'done', text: 'permission:allow' });
   });
 
   it('cancel ends the running turn and drops the queued prompts', async () => {
     const running: Array<{ type: string; sessionId?: string }> = [];
     const slow = call(daemon, 'POST', '/v1/prompt', { body: { agent: 'fixture', session: 'cancel', text: command({ op: 'slow', count: 100, intervalMs: 50 }) }, onLine: (line) => running.push(line) });
-    const queued = streamLines(daemon, 'POST', '/v1/prompt', { agent: 'fixture', session: 'cancel', text: 'never' });
     await expect.poll(() => running.some((line) => line.type === 'update')).toBe(true);
+    const queued = streamLines(daemon, 'POST', '/v1/prompt', { agent: 'fixture', session: 'cancel', text: 'never' });
     const sessionId = running[0]!.sessionId!;
     await expect.poll(async () => (await call(daemon, 'GET', `/v1/sessions/${sessionId}`)).json.queued).toBe(1);
     const cancelled = await call(daemon, 'POST', `/v1/sessions/${sessionId}/cancel`);
