@@ -17,7 +17,12 @@ export interface AgentHandle {
   agentCapabilities: NonNullable<InitializeResponse['agentCapabilities']>;
   authMethods: NonNullable<InitializeResponse['authMethods']>;
   agentInfo: InitializeResponse['agentInfo'];
-  /** The SDK connection, for direct ACP calls: `handle.connection.agent.request(...)`. */
+  /**
+   * The SDK connection, for direct ACP calls: `handle.connection.agent.request(...)`. A
+   * session opened over it with the SDK's helper (`connection.agent.buildSession()`) gets
+   * its updates through the SDK; the updates of agentvisor's own sessions come only through
+   * their `Session` (docs/robustness.md).
+   */
   connection: ClientConnection;
 }
 

@@ -13,7 +13,7 @@
  *   (`connection.agent.buildSession(cwd).start()`), see lib/update-session.ts;
  * - agentvisor (headline): `supervisor.newSession('stream', { cwd })`, the Session API, with
  *   `store: 'sqlite'` (the default): every update goes into `<stateDir>/agentvisor.db`, one
- *   transaction per event-loop tick, inside the timed turn;
+ *   transaction per tick or per 5 ms of a stream (docs/store.md), inside the timed turn;
  * - agentvisor-memory (details): the same with `store: 'memory'` — the library's cost
  *   without the disk;
  * - agentvisor-connection (details, when size.connectionPath — on in the smoke size, off in

@@ -251,14 +251,22 @@ export class SessionRegistry {
     return [...this.live];
   }
 
-  /** Routes one `session/update` of `agent`; an unknown session's update waits a little. */
-  route(agent: string, notification: SessionNotification): void {
+  /**
+   * Routes one `session/update` of `agent`: true when one of these sessions took it; an
+   * unknown session's update waits a little (it may be one whose `session/new` answer is on
+   * its way), and false is returned.
+   */
+  route(agent: string, notification: SessionNotification): boolean {
     const record = this.get(agent, notification.sessionId);
-    if (record) return record.deliver(notification);
+    if (record) {
+      record.deliver(notification);
+      return true;
+    }
     const waiting = this.early.get(agent) ?? [];
     waiting.push(notification);
     if (waiting.length > earlyUpdateLimit) waiting.shift();
     this.early.set(agent, waiting);
+    return false;
   }
 
   /** Closes a session (its machine stops the turn) and resolves once it is released. */

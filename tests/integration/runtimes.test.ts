@@ -69,6 +69,7 @@ async function connect(proc: AgentProcess, runTerminal?: (command: string, args:
     sessionUpdate: (notification) => {
       const update = notification.update;
       if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') chunks.push(update.content.text);
+      return true;
     },
   };
   if (runTerminal) {

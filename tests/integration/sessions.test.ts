@@ -56,6 +56,34 @@ describe('prompt turns', () => {
     expect(await aborted).toBe('cancelled');
   });
 
+  it("a session opened with the SDK's own helper over handle.connection gets its updates; agentvisor's session beside it gets its own", async () => {
+    env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
+    const ours = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    const handle = await env.supervisor.ensureAgent('fixture');
+    const theirs = await handle.connection.agent.buildSession(env.files.dir).start();
+    try {
+      const received = collectChunks(ours);
+      const theirChunks: string[] = [];
+      const reading = (async () => {
+        for (;;) {
+          const message = await theirs.nextUpdate();
+          if (message.kind === 'stop') return message;
+          if (message.update.sessionUpdate === 'agent_message_chunk' && message.update.content.type === 'text') theirChunks.push(message.update.content.text);
+        }
+      })();
+      // Both turns at once: their updates interleave on the one connection.
+      const [ourStop, theirStop] = await Promise.all([ours.prompt(command({ op: 'stream', count: 40, text: 'a' })), theirs.prompt(command({ op: 'stream', count: 30, text: 'b' }))]);
+      await reading;
+      expect(ourStop).toBe('end_turn');
+      expect(theirStop.stopReason).toBe('end_turn');
+      expect(received.text()).toBe('a'.repeat(40));
+      expect(theirChunks.join('')).toBe('b'.repeat(30));
+      expect(env.supervisor.openSessions().map((session) => session.id)).toEqual([ours.id]);
+    } finally {
+      theirs.dispose();
+    }
+  });
+
   it('a closed session refuses prompts and ends its iterators', async () => {
     env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });

@@ -80,6 +80,7 @@ async function connect(agent: Launched) {
     handlers: {
       sessionUpdate: ({ update }) => {
         if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') chunks.push(update.content.text);
+        return true;
       },
     },
   });
