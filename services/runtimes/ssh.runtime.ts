@@ -28,8 +28,10 @@
  *   the first line that pid writes, so the agent cannot forge one ahead of it;
  * - lets go of stdin and stdout (so the agent's own EOF and its closing stdout reach this
  *   host unchanged) and waits for the agent; then SIGKILLs whatever is left of its group (as
- *   the local stop ladder does after the leader exits) and exits with the agent's code
- *   (128 + n when a signal n ended it);
+ *   the local stop ladder does after the leader exits), waits until the watcher below and
+ *   the group are gone (the group at most 2 s, in 50 ms steps where `sleep` takes
+ *   fractions), and only then exits with the agent's code (128 + n when a signal n ended
+ *   it): when the local ssh sees its session end, nothing of the agent is left to outlive it;
  * - containment: a watcher subshell checks every second that the wrapper's parent is still
  *   the sshd session process it started under (/proc/<wrapper>/stat, `ps` without /proc).
  *   sshd's session process exits when the connection ends (the local ssh killed, the
@@ -85,6 +87,10 @@ exec 3<&0;
 setsid /bin/sh -c "$launch" agentvisor-agent "$@" <&3 3<&- &
 agent=$!;
 exec 0</dev/null 1>/dev/null 2>/dev/null 3<&-;
+settle() {
+  n=0;
+  while [ "$n" -lt 40 ] && kill -s 0 -- "-$agent" 2>/dev/null; do sleep 0.05 2>/dev/null || n=40; n=$((n + 1)); done;
+};
 end_agent() {
   trap "" HUP INT TERM PIPE;
   kill -s TERM -- "-$agent" 2>/dev/null;
@@ -92,6 +98,8 @@ end_agent() {
   killer=$!;
   wait "$agent";
   kill -s KILL -- "-$agent" "$killer" "$watcher" 2>/dev/null;
+  wait "$killer" "$watcher" 2>/dev/null;
+  settle;
   exit "$1";
 };
 trap "end_agent 129" HUP; trap "end_agent 130" INT; trap "end_agent 143" TERM; trap "end_agent 141" PIPE;
@@ -110,6 +118,8 @@ trap "end_agent 129" HUP; trap "end_agent 130" INT; trap "end_agent 143" TERM; t
 watcher=$!;
 wait "$agent"; code=$?;
 kill -s KILL -- "-$agent" 2>/dev/null; kill "$watcher" 2>/dev/null;
+wait "$watcher" 2>/dev/null;
+settle;
 exit "$code"
 `;
 
