@@ -8,9 +8,9 @@ import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import { acpMethods, isAuthRequired, toRequestError, validateNewSessionResponse } from '../services/acp-client.service.js';
-import type { ContainmentMechanism } from '../services/containment/containment.js';
+import type { Containment, ContainmentMechanism } from '../services/containment/containment.js';
 import { FsSandbox } from '../services/fs-sandbox.service.js';
-import { TerminalSet } from '../services/terminal.service.js';
+import { TerminalSet, type ProcessRecord } from '../services/terminal.service.js';
 import { abortable } from '../util/abort.js';
 import type { SessionRecord, SessionRegistry } from './session-registry.js';
 import type { Clock } from '../core/clock.js';
@@ -54,6 +54,8 @@ export class SessionOpener {
       containment: () => ContainmentMechanism | null;
       /** The supervisor's clock, for the terminals' request timeouts. */
       clock: Clock;
+      /** Records a terminal's command for the orphan sweep, like the agents' own processes (null: no records). */
+      recordTerminal?: (agent: string, command: string, pid: number, contained: Containment | null) => ProcessRecord | null;
       /** A session's workspace now belongs to the session (its id is known). */
       claimWorkspace: (lease: WorkspaceLease, agent: string, sessionId: string) => void;
       /** The agent answered session/new or session/load with an error: its agent machine classifies it (a login, a limit). */
@@ -106,7 +108,11 @@ export class SessionOpener {
         roots: settings.roots,
         mcpServers: settings.mcpServers,
         sandbox: new FsSandbox([settings.cwd, ...settings.roots]),
-        terminals: new TerminalSet(this.deps.terminalOutputByteLimit, { containment: this.deps.containment(), clock: this.deps.clock }),
+        terminals: new TerminalSet(this.deps.terminalOutputByteLimit, {
+          containment: this.deps.containment(),
+          clock: this.deps.clock,
+          recordProcess: (command, pid, contained) => this.deps.recordTerminal?.(agent.name, command, pid, contained) ?? null,
+        }),
         permissions: settings.permissions,
         workspace: settings.lease ?? null,
       },

@@ -23,7 +23,7 @@ import type { StallPolicy } from '../machines/session-events.js';
 import { sessionMachine } from '../machines/session.machine.js';
 import { supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
 import { acpMethods } from '../services/acp-client.service.js';
-import { AgentRecords, type SweepResult } from '../services/agent-records.service.js';
+import { AgentRecords, recordSpawned, type SweepResult } from '../services/agent-records.service.js';
 import { servedCapabilities } from '../services/runtimes/runtimes.js';
 import type { Retention } from '../core/store.js';
 import { EventHub } from '../util/event-hub.js';
@@ -136,6 +136,7 @@ export class SupervisorRuntime {
       terminalOutputByteLimit: settings.sessions.terminalOutputByteLimit,
       containment: () => this.containment.mechanism,
       clock: settings.clockForTimers,
+      recordTerminal: (agent, command, pid, contained) => recordSpawned(this.records, { agent, command, pid, contained, terminal: true }),
       claimWorkspace: (lease, agent, sessionId) => this.workspaces.claim(lease, { agent, sessionId }),
       refused: (agent, error, cause) => this.reportRefusal(agent, error, cause),
     });

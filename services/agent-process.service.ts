@@ -9,10 +9,9 @@ import type { AgentSpec } from '../core/agent-spec.js';
 import type { AgentErrorKind } from '../core/errors.js';
 import { withinGrace } from '../util/grace.js';
 import { StderrTail } from '../util/stderr-tail.js';
-import type { AgentRecords, RecordFile } from './agent-records.service.js';
+import { recordSpawned, type AgentRecords } from './agent-records.service.js';
 import type { ContainedSpawn, Containment, ContainmentKind, ContainmentMechanism, SpawnRequest } from './containment/containment.js';
 import { signalOfInitExit } from './containment/pid-namespace.containment.js';
-import { startTimeOf } from './containment/proc-table.js';
 import { executableProblem } from './executable.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
 
@@ -82,9 +81,6 @@ export interface SpawnOptions {
   onStderrLine?: (line: string) => void;
 }
 
-/** How often a growing container (/proc tracking) is written to its record again. */
-const recordRefreshMs = 1_000;
-
 /** Spawns `spec` as the leader of a new process group. Never throws for a missing command. */
 export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): AgentProcess {
   const stderr = new StderrTail(options.stderrLines ?? 20, options.onStderrLine);
@@ -118,7 +114,7 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
   child.stderr.on('error', () => {});
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
 
-  const record = pid !== undefined ? recordProcess(options.records, request, pid, contained) : null;
+  const record = pid !== undefined ? recordSpawned(options.records, { agent: request.agent, command: request.command, pid, contained }) : null;
   let running = pid !== undefined;
   const settled = child.then(
     (result) => result,
@@ -194,28 +190,6 @@ function spawnWithExeca(launch: ContainedSpawn, spec: AgentSpec, stdio: ['pipe',
     cleanup: false, // the supervisor owns the lifetime; the ladder and cleanup kill the group
     stripFinalNewline: false,
   });
-}
-
-/**
- * Records a spawned process: at once, again when its agent pid is known, and while its
- * container's handle changes (tracked pids); the caller removes the record once it is gone.
- */
-function recordProcess(records: AgentRecords | null | undefined, request: SpawnRequest, pid: number, contained: Containment | null): RecordFile | null {
-  if (!records) return null;
-  const record = records.create(request.agent, request.command, pid, contained?.kind ?? null);
-  const refresh = () => record.update({ handle: contained?.handle() ?? null });
-  void (contained ? contained.agentPid : Promise.resolve(pid)).then((agentPid) => {
-    record.update({ agentProcess: { pid: agentPid, startTime: startTimeOf(agentPid) ?? 0 }, handle: contained?.handle() ?? null });
-  });
-  if (contained?.kind !== 'proc-tracking') return record;
-  const timer = setInterval(refresh, recordRefreshMs).unref();
-  return {
-    update: record.update,
-    remove() {
-      clearInterval(timer);
-      record.remove();
-    },
-  };
 }
 
 /** A process that was never spawned: `spawnFailure` says why. */

@@ -15,7 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { killCgroup } from './containment/cgroup.containment.js';
-import type { ContainmentHandle, ContainmentKind } from './containment/containment.js';
+import type { Containment, ContainmentHandle, ContainmentKind } from './containment/containment.js';
 import { isRunningProcess, isSameProcess, readProcEntry, startTimeOf, type ProcessIdentity } from './containment/proc-table.js';
 import { killTracked } from './containment/proc-tracking.containment.js';
 import { signalGroup } from './process-group.service.js';
@@ -37,11 +37,14 @@ export interface AgentRecord {
   /** The supervisor's process: while it runs (same start time), its records are left alone. */
   owner: ProcessIdentity;
   createdAt: string;
+  /** A command the agent ran through `terminal/create` (absent: the agent's own process). */
+  terminal?: true;
 }
 
 export interface SweepResult {
-  killed: Array<{ agent: string; pid: number; command: string }>;
-  skipped: Array<{ agent: string; pid: number; reason: string }>;
+  /** What was killed; `terminal` marks a command an agent ran through `terminal/create`. */
+  killed: Array<{ agent: string; pid: number; command: string; terminal?: true }>;
+  skipped: Array<{ agent: string; pid: number; reason: string; terminal?: true }>;
 }
 
 /** `$XDG_STATE_HOME/agentvisor`, or `~/.local/state/agentvisor`. */
@@ -71,7 +74,7 @@ export class AgentRecords {
   }
 
   /** Writes the record of a freshly spawned process (best effort: a record that cannot be written is skipped). */
-  create(agent: string, command: string, wrapperPid: number, containment: ContainmentKind | null): RecordFile {
+  create(agent: string, command: string, wrapperPid: number, containment: ContainmentKind | null, terminal = false): RecordFile {
     const owner = ownerIdentity();
     const entry = readProcEntry(wrapperPid);
     const record: AgentRecord = {
@@ -89,8 +92,10 @@ export class AgentRecords {
       handle: null,
       owner,
       createdAt: new Date().toISOString(),
+      ...(terminal ? { terminal: true as const } : {}),
     };
-    const path = join(this.dir, `${owner.pid}-${owner.startTime}-${agent.replace(/[^\w.-]/g, '_')}-${wrapperPid}.json`);
+    const label = `${agent}${terminal ? '.terminal' : ''}`.replace(/[^\w.-]/g, '_');
+    const path = join(this.dir, `${owner.pid}-${owner.startTime}-${label}-${wrapperPid}.json`);
     let removed = false;
     let written = '';
     const write = () => {
@@ -150,16 +155,17 @@ export class AgentRecords {
     const result: SweepResult = { killed: [], skipped: [] };
     for (const { path, record } of this.read()) {
       const pid = record.agentProcess?.pid ?? record.wrapper.pid;
+      const terminal = record.terminal === true ? { terminal: true as const } : {};
       if (isSameProcess(record.owner)) {
-        result.skipped.push({ agent: record.agent, pid, reason: 'owner alive' });
+        result.skipped.push({ agent: record.agent, pid, reason: 'owner alive', ...terminal });
         continue;
       }
       try {
         const outcome = await killLeftovers(record);
-        if (outcome === 'killed') result.killed.push({ agent: record.agent, pid, command: record.command });
-        else result.skipped.push({ agent: record.agent, pid, reason: outcome });
+        if (outcome === 'killed') result.killed.push({ agent: record.agent, pid, command: record.command, ...terminal });
+        else result.skipped.push({ agent: record.agent, pid, reason: outcome, ...terminal });
       } catch (error) {
-        result.skipped.push({ agent: record.agent, pid, reason: `kill failed: ${String(error)}` });
+        result.skipped.push({ agent: record.agent, pid, reason: `kill failed: ${String(error)}`, ...terminal });
       }
       rmSync(path, { force: true });
     }
@@ -191,4 +197,32 @@ async function killLeftovers(record: AgentRecord): Promise<'killed' | 'pid reuse
       return 'killed';
     }
   }
+}
+
+/** How often a /proc-tracked container's record is rewritten while it may grow. */
+const recordRefreshMs = 1_000;
+
+/**
+ * Records a spawned process: at once, again when its agent pid is known, and while its
+ * container's handle changes (tracked pids); the caller removes the record once it is gone.
+ */
+export function recordSpawned(
+  records: AgentRecords | null | undefined,
+  spawned: { agent: string; command: string; pid: number; contained: Containment | null; terminal?: boolean },
+): RecordFile | null {
+  if (!records) return null;
+  const { agent, command, pid, contained } = spawned;
+  const record = records.create(agent, command, pid, contained?.kind ?? null, spawned.terminal ?? false);
+  void (contained ? contained.agentPid : Promise.resolve(pid)).then((agentPid) => {
+    record.update({ agentProcess: { pid: agentPid, startTime: startTimeOf(agentPid) ?? 0 }, handle: contained?.handle() ?? null });
+  });
+  if (contained?.kind !== 'proc-tracking') return record;
+  const timer = setInterval(() => record.update({ handle: contained.handle() }), recordRefreshMs).unref();
+  return {
+    update: record.update,
+    remove() {
+      clearInterval(timer);
+      record.remove();
+    },
+  };
 }

@@ -60,6 +60,17 @@ export interface TerminalSetOptions {
   requestTimeoutMs?: number;
   /** The clock `create`'s timeout runs on: the supervisor's (a SimulatedClock in tests). Default real time. */
   clock?: Clock;
+  /**
+   * Records each spawned command for the orphan sweep (`<stateDir>/processes/`), so that a
+   * terminal outlives no crashed host either; the record is removed once nothing the
+   * command started runs. Absent: not recorded.
+   */
+  recordProcess?: (command: string, pid: number, contained: Containment | null) => ProcessRecord | null;
+}
+
+/** A terminal's record for the orphan sweep (services/agent-records.service.ts). */
+export interface ProcessRecord {
+  remove(): void;
 }
 
 /** The defaults of {@link TerminalSetOptions}. */
@@ -87,6 +98,8 @@ interface Spawned {
   contained: Containment | null;
   /** Under a PID namespace the wrapper reports a command killed by signal n as 128 + n. */
   initExit: boolean;
+  /** Its record for the orphan sweep, until nothing it started runs. */
+  record: ProcessRecord | null;
 }
 
 class Terminal {
@@ -134,6 +147,7 @@ class Terminal {
         await contained.killAll().catch(() => {});
         this.releaseContainment();
       }
+      this.removeRecordWhenDone();
       // The output still in flight gets a short grace; a job left in the group may hold the pipes.
       await withinGrace(drained, outputGraceMs);
       if (contained) this.closeStreams();
@@ -147,7 +161,13 @@ class Terminal {
    * rejects with {@link TerminalSpawnFailed} when it could not be started. A missing command
    * is a terminal that exited 127 at once, as in a shell.
    */
-  static start(request: Omit<TerminalRequest, 'cwd'> & { cwd: string }, byteLimit: number, budget: OutputBudget, mechanism: ContainmentMechanism | null): Promise<Terminal> {
+  static start(
+    request: Omit<TerminalRequest, 'cwd'> & { cwd: string },
+    byteLimit: number,
+    budget: OutputBudget,
+    mechanism: ContainmentMechanism | null,
+    recordProcess: TerminalSetOptions['recordProcess'],
+  ): Promise<Terminal> {
     const env: NodeJS.ProcessEnv = { ...process.env, ...Object.fromEntries((request.env ?? []).map((variable) => [variable.name, variable.value])) };
     // A wrapper always starts: a missing command is found missing here, under every mechanism alike.
     const problem = executableProblem(request.command, request.cwd, env.PATH ?? '');
@@ -189,7 +209,8 @@ class Terminal {
     } catch {
       // Not contained (it could not be): its process group is still killed.
     }
-    return Promise.resolve(new Terminal({ child, pid, contained, initExit: mechanism?.kind === 'pid-namespace' }, byteLimit, budget));
+    const record = recordProcess?.(request.command, pid, contained) ?? null;
+    return Promise.resolve(new Terminal({ child, pid, contained, initExit: mechanism?.kind === 'pid-namespace', record }, byteLimit, budget));
   }
 
   output(): { output: string; truncated: boolean; exitStatus: TerminalExit | null } {
@@ -226,11 +247,23 @@ class Terminal {
       this.released = true;
       this.closeStreams();
       this.releaseContainment();
+      this.removeRecordWhenDone();
       this.budget.kept -= this.bytes;
       this.bytes = 0;
       this.chunks = [];
     });
     return this.releasing;
+  }
+
+  /**
+   * Removes the command's record once nothing it started can run: it exited and its
+   * container was emptied — or, without one, its group was killed at release (a background
+   * job may live on in the group until then). A kill that timed out leaves the record.
+   */
+  private removeRecordWhenDone(): void {
+    const spawned = this.spawned;
+    if (!spawned?.record || !this.exitSeen) return;
+    if (spawned.contained ? this.containmentReleased : this.released) spawned.record.remove();
   }
 
   private closeStreams(): void {
@@ -324,6 +357,7 @@ export class TerminalSet {
   readonly maxTerminals: number;
   readonly requestTimeoutMs: number;
   private readonly clock: Clock;
+  private readonly recordProcess: TerminalSetOptions['recordProcess'];
 
   constructor(
     private readonly defaultByteLimit: number,
@@ -333,6 +367,7 @@ export class TerminalSet {
     this.maxTerminals = options.maxTerminals ?? terminalDefaults.maxTerminals;
     this.requestTimeoutMs = options.requestTimeoutMs ?? terminalDefaults.requestTimeoutMs;
     this.clock = options.clock ?? realClock;
+    this.recordProcess = options.recordProcess;
     this.budget = new OutputBudget(options.maxOutputBytes ?? Math.max(terminalDefaults.maxOutputBytes, defaultByteLimit));
   }
 
@@ -368,7 +403,7 @@ export class TerminalSet {
         if (abandoned) throw new TerminalTimeout('terminal/create', this.requestTimeoutMs);
         if (this.closed) throw new TerminalsClosed();
         const limit = Math.min(request.outputByteLimit ?? this.defaultByteLimit, this.defaultByteLimit);
-        return Terminal.start({ ...request, cwd }, limit, this.budget, this.mechanism);
+        return Terminal.start({ ...request, cwd }, limit, this.budget, this.mechanism, this.recordProcess);
       })();
       let terminal: Terminal;
       try {

@@ -89,6 +89,71 @@ describe.each(hostKinds)('a crashed host, containment %s', (kind) => {
   });
 });
 
+/** The running processes (not zombies) whose command line contains `token`, other than this one. */
+function pidsMentioning(token: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(token) && isRunning(pid);
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** A host whose agent runs a long terminal command (through terminal/create) and then is killed. */
+const terminalHostScript = `
+  import { createSupervisor } from 'agentvisor';
+  const { stateDir, containment, command, args, cwd, script } = JSON.parse(process.env.HOST_SETTINGS);
+  const supervisor = createSupervisor({ stateDir, containment, sweepOnStart: false, agents: { fixture: { command, args } } });
+  const session = await supervisor.newSession('fixture', { cwd });
+  void session.prompt(JSON.stringify({ op: 'terminal', command: '/bin/sh', args: ['-c', script] })).catch(() => {});
+  console.log(JSON.stringify({ session: session.id }));
+  setInterval(() => {}, 1 << 30);
+`;
+
+describe.each(hostKinds)("a crashed host's terminals, containment %s", (kind) => {
+  it('are recorded as they run, and a new supervisor kills them and what they started', async () => {
+    // A command and a job it started; under a mechanism the job leaves the command's session.
+    // Found by a token in their command lines: pids written from inside a PID namespace are not the host's.
+    const token = String(100_000 + Math.floor(Math.random() * 800_000));
+    const job = kind === 'none' ? `sleep ${token} &` : `setsid sleep ${token} &`;
+    const script = `${job} wait # ${token}`;
+    const settings = { stateDir: stateDir(), containment: kind, command: process.execPath, args: [fixtureAgentScript, '--linger'], cwd: env.files.dir, script };
+    const host = execa(process.execPath, ['--input-type=module', '-e', terminalHostScript], { cwd: root, env: { HOST_SETTINGS: JSON.stringify(settings) }, reject: false, buffer: false });
+    try {
+      const argv = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const find = () => {
+        const pids = pidsMentioning(token);
+        return { command: pids.find((pid) => argv(pid)[0] === '/bin/sh' && argv(pid)[2] === script), jobPid: pids.find((pid) => argv(pid)[0] === 'sleep') };
+      };
+      await eventually(() => find().command !== undefined && find().jobPid !== undefined, 'the terminal command and its job to run');
+      const { command, jobPid } = find() as { command: number; jobPid: number };
+      await eventually(
+        () => readRecords().some((record) => record.terminal === true && record.agent === 'fixture' && record.command === '/bin/sh' && (kind !== 'proc-tracking' || JSON.stringify(record.handle).includes(`"pid":${jobPid}`))),
+        "the terminal's record (with its job, under /proc tracking)",
+      );
+      host.kill('SIGKILL');
+      await host;
+      // Under a PID namespace the terminal dies with its host (the lifeline); anywhere else it outlives it until swept.
+      if (kind !== 'pid-namespace') expect([isRunning(command), isRunning(jobPid)]).toEqual([true, true]);
+
+      const sweeper = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+      const result = await sweeper.sweepOrphans();
+      await sweeper.shutdown();
+      await eventually(() => !isRunning(command) && !isRunning(jobPid), 'the terminal command and its job to be gone');
+      expect(recordFiles()).toEqual([]);
+      if (kind !== 'pid-namespace') expect(result.killed).toContainEqual({ agent: 'fixture', pid: command, command: '/bin/sh', terminal: true });
+    } finally {
+      host.kill('SIGKILL');
+      await host;
+      for (const pid of pidsMentioning(token)) process.kill(pid, 'SIGKILL');
+    }
+  });
+});
+
 describe('the orphan sweep', () => {
   it("leaves a live host's agents alone", async () => {
     env.supervisor = createSupervisor({ stateDir: stateDir(), agents: { fixture: fixtureSpec() } });
@@ -140,6 +205,26 @@ describe('the orphan sweep', () => {
     expect(recordFiles()).toHaveLength(1);
     await env.supervisor.shutdown();
     expect(recordFiles()).toEqual([]);
+  });
+
+  it.each(hostKinds)("records a terminal's command while it runs, with no arguments, and removes the record once it is done (containment %s)", async (kind) => {
+    env.supervisor = createSupervisor({ containment: kind, stateDir: stateDir(), agents: { fixture: fixtureSpec() } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    const terminalRecords = () => readRecords().filter((record) => record.terminal === true);
+    const chunks: string[] = [];
+    session.on('update', (update) => {
+      if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') chunks.push(update.content.text);
+    });
+    const turn = session.prompt(JSON.stringify({ op: 'terminal', command: '/bin/sh', args: ['-c', 'sleep 0.5; echo SECRET_ARGUMENT_DONE'] }));
+    await eventually(() => terminalRecords().length === 1, "the terminal's record");
+    expect(terminalRecords()[0]).toMatchObject({ agent: 'fixture', command: '/bin/sh', terminal: true, containment: kind === 'none' ? null : kind });
+    expect(recordFiles().some((name) => name.includes('-fixture.terminal-'))).toBe(true);
+    expect(JSON.stringify(readRecords())).not.toContain('SECRET_ARGUMENT');
+    expect(await turn).toBe('end_turn');
+    expect(chunks.join('')).toContain('SECRET_ARGUMENT_DONE');
+    // The fixture released the terminal after its exit: only the agent's own record is left.
+    await eventually(() => terminalRecords().length === 0, "the terminal's record to be removed");
+    expect(readRecords()).toHaveLength(1);
   });
 
   it('runs by itself before the first spawn and emits orphans:swept; sweepOnStart: false and stateDir: false turn it off', async () => {
