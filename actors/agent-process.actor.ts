@@ -177,6 +177,8 @@ function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec):
     containment: runtime && !runtime.localContainment ? null : deps.containment,
     agent,
     records: deps.records,
+    // The runtime's wrapper reads this before the agent's stream (an ssh or kubectl agent's env: never in an argv).
+    ...(runtime?.stdinPreamble ? { stdinPreamble: runtime.stdinPreamble } : {}),
     onStderrLine: (line) => {
       if (runtime?.onStderrLine?.(line)) return; // the runtime's own marker, not the agent's
       onStderrLine?.(agent, line);

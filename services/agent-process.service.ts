@@ -79,6 +79,8 @@ export interface SpawnOptions {
   records?: AgentRecords | null;
   /** Hears every stderr line as it completes (at most 1000 characters each). */
   onStderrLine?: (line: string) => void;
+  /** Written to the process's stdin before anything else (a runtime's env line: runtime.ts `envPreamble`). */
+  stdinPreamble?: string;
 }
 
 /** Spawns `spec` as the leader of a new process group. Never throws for a missing command. */
@@ -113,6 +115,7 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
   child.stdout.on('error', () => {});
   child.stderr.on('error', () => {});
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+  if (pid !== undefined && options.stdinPreamble) child.stdin.write(options.stdinPreamble);
 
   const record = pid !== undefined ? recordSpawned(options.records, { agent: request.agent, command: request.command, pid, contained }) : null;
   let running = pid !== undefined;

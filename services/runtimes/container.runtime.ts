@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import { invalidOptions, type AgentErrorKind } from '../../core/errors.js';
 import type { RuntimeSpec } from '../../core/runtime-spec.js';
-import { remotePidMarker, type RuntimeCommand } from './runtime.js';
+import { envDecodeScript, envPreamble, remotePidMarker, type RuntimeCommand } from './runtime.js';
 
 export type DockerRuntime = Extract<RuntimeSpec, { kind: 'docker' }>;
 export type KubernetesRuntime = Extract<RuntimeSpec, { kind: 'kubernetes' }>;
@@ -28,8 +28,10 @@ export { remotePidMarker };
 const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
 
 /**
- * The wrapper, run as `/bin/sh -c <script> agentvisor-wrapper <eofGraceS> <killGraceS> <command> <args…>`
- * (the agent's argv travels as positional parameters: no value is ever parsed by a shell).
+ * The wrapper, run as `/bin/sh -c <script> agentvisor-wrapper <eofGraceS> <killGraceS> <readsEnv> <command> <args…>`
+ * (the agent's argv travels as positional parameters: no value is ever parsed by a shell;
+ * with `readsEnv` 1 the agent's env comes first on stdin, one line — runtime.ts `envPreamble`).
+ *
  *
  * - The *outer* shell makes a fifo in a private directory, then starts the agent under
  *   `setsid`: a new session and process group led by the agent itself, whose pid it prints as
@@ -51,7 +53,9 @@ const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
  * $TMPDIR, /tmp or /dev/shm in the container.
  */
 export const wrapperScript = [
-  'g=$1 k=$2; shift 2',
+  'g=$1 k=$2 e=$3; shift 3',
+  // kubectl: the agent's env comes first on stdin, one line (runtime.ts envPreamble), applied by the agent's shell below.
+  'if [ "$e" = 1 ]; then IFS= read -r AGENTVISOR_ENV || AGENTVISOR_ENV=; export AGENTVISOR_ENV; else unset AGENTVISOR_ENV; fi',
   'command -v setsid >/dev/null 2>&1 || { echo "agentvisor-wrapper: setsid not found in the container" >&2; exit 127; }',
   'd=; for t in "${TMPDIR:-/tmp}" /tmp /dev/shm; do d=$t/agentvisor-wrapper.$$; mkdir -m 700 "$d" 2>/dev/null && mkfifo "$d/in" && break; d=; done',
   '[ -n "$d" ] || { echo "agentvisor-wrapper: cannot make a fifo in ${TMPDIR:-/tmp}, /tmp or /dev/shm" >&2; exit 125; }',
@@ -59,7 +63,10 @@ export const wrapperScript = [
   "setsid /bin/sh -c '" +
     'g=$1 k=$2 f=$3; shift 3; ' +
     '{ trap "" HUP INT TERM; exec 4>"$f"; rm -rf "${f%/*}"; cat >&4; exec 4>&-; sleep "$g"; kill -s TERM 0; sleep "$k"; kill -s KILL 0; } <&3 >/dev/null 2>&1 & ' +
-    'exec 3<&-; exec "$@" <"$f"' +
+    // After the feeder started: the agent's PATH must not change what the feeder runs.
+    'exec 3<&-; ' +
+    envDecodeScript.replace(/\n/g, ' ') +
+    ' if [ "$av_extra" -gt 0 ]; then set -- "$av_env" -- "$@"; fi; exec "$@" <"$f"' +
     '\' agentvisor-agent "$g" "$k" "$d/in" "$@" &',
   'p=$!',
   'exec 3<&-',
@@ -86,12 +93,15 @@ export const signalTimeoutMs = 5_000;
 const defaultShutdownTimeoutMs = 5_000;
 const defaultKillTimeoutMs = 2_000;
 
-/** The wrapper's argv around the agent's: its grace periods are one second longer than the spec's ladder, so a live supervisor acts first. */
-export function wrapperArgv(spec: AgentSpec, agentArgv: readonly string[]): string[] {
+/**
+ * The wrapper's argv around the agent's: its grace periods are one second longer than the
+ * spec's ladder, so a live supervisor acts first; `readsEnv`: the env comes on stdin first.
+ */
+export function wrapperArgv(spec: AgentSpec, agentArgv: readonly string[], readsEnv = false): string[] {
   const seconds = (ms: number) => String(Math.ceil(ms / 1000) + 1);
   const eofGrace = seconds(spec.shutdownTimeoutMs ?? defaultShutdownTimeoutMs);
   const killGrace = seconds(spec.killTimeoutMs ?? defaultKillTimeoutMs);
-  return ['/bin/sh', '-c', wrapperScript, 'agentvisor-wrapper', eofGrace, killGrace, ...agentArgv];
+  return ['/bin/sh', '-c', wrapperScript, 'agentvisor-wrapper', eofGrace, killGrace, readsEnv ? '1' : '0', ...agentArgv];
 }
 
 /**
@@ -135,11 +145,10 @@ export function dockerCommand(spec: AgentSpec, runtime: DockerRuntime, options: 
  * `kubectl [--kubeconfig K] [--context C] exec -i [-n ns] <pod> [-c container] -- <wrapper>`.
  *
  * Env: `kubectl exec` has no flag for it and the pod's spec cannot change, so the values
- * travel in the command: `env -- K=V… <command>` inside the wrapper. They are visible in the
- * argv of the local kubectl and of the process in the container (`ps`). The better way, the
- * values written to the wrapper's stdin before the agent's stream, needs a stdin preamble
- * the runtime seam does not have yet; until then, secrets belong in the pod's own env
- * (a Secret), not in `spec.env`.
+ * travel on the exec's stdin, one line before the agent's stream (`stdinPreamble`, runtime.ts
+ * `envPreamble`), read by the wrapper and applied by the agent's shell right before it execs
+ * the agent: in no argv, of the local kubectl or in the container (a name a shell cannot hold
+ * is an operand of `env` for the instant before it execs the agent).
  */
 export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, options: { kubectl?: string } = {}): ContainerRuntimeCommand {
   const kubectl = options.kubectl ?? 'kubectl';
@@ -150,12 +159,12 @@ export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, o
   // A pod named like an option ("-x", never valid in Kubernetes) is named as pod/-x: never read as a flag.
   const pod = runtime.pod.startsWith('-') ? `pod/${runtime.pod}` : runtime.pod;
   const where = [...(runtime.namespace !== undefined ? ['-n', runtime.namespace] : []), pod, ...(runtime.container !== undefined ? ['-c', runtime.container] : [])];
-  const env = Object.entries(spec.env ?? {}).map(([name, value]) => `${name}=${value}`);
-  const agentArgv = [...(env.length > 0 ? ['env', '--', ...env] : []), spec.command, ...(spec.args ?? [])];
+  const agentArgv = [spec.command, ...(spec.args ?? [])];
   const cd = spec.cwd !== undefined ? ['/bin/sh', '-c', 'cd -- "$1" && shift && exec "$@"', 'agentvisor-cwd', spec.cwd] : [];
   return containerCommand({
     command: kubectl,
-    args: [...global, 'exec', '-i', ...where, '--', ...wrapperArgv(spec, [...cd, ...agentArgv])],
+    args: [...global, 'exec', '-i', ...where, '--', ...wrapperArgv(spec, [...cd, ...agentArgv], true)],
+    stdinPreamble: envPreamble(spec.env ?? {}),
     signalArgs: (signal, pgid) => {
       const timeout = ['--request-timeout', `${signalTimeoutMs / 1000}s`];
       return [...global, ...timeout, 'exec', ...where, '--', '/bin/sh', '-c', signalScript, 'agentvisor-signal', signal, pgid];
@@ -168,6 +177,7 @@ interface ContainerParts {
   command: string;
   args: string[];
   env?: Record<string, string>;
+  stdinPreamble?: string;
   signalArgs(signal: 'TERM' | 'KILL', pgid: string): string[];
   failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
 }
@@ -183,6 +193,7 @@ function containerCommand(parts: ContainerParts): ContainerRuntimeCommand {
     command: parts.command,
     args: parts.args,
     ...(parts.env ? { env: parts.env } : {}),
+    ...(parts.stdinPreamble !== undefined ? { stdinPreamble: parts.stdinPreamble } : {}),
     localContainment: true,
     remotePid: () => pgid,
     onStderrLine(line) {

@@ -29,4 +29,53 @@ export interface RuntimeCommand {
   onStderrLine?(line: string): boolean;
   /** A failure of the runtime itself, from how the local process ended before the agent answered; null: the agent's own. */
   failureOf?(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
+  /**
+   * Written to the local process's stdin before anything else: the agent's env
+   * ({@link envPreamble}) for the runtime's wrapper to read, so that no value is in an argv
+   * `ps` shows, here or where the agent runs (ssh, kubectl).
+   */
+  stdinPreamble?: string;
 }
+
+/** The bytes an encoded name or value keeps as they are; every other byte is written `\0ooo`. */
+const plainByte = /[A-Za-z0-9_]/;
+
+/**
+ * The agent's env as one line for a remote shell's `read`: `NAME=VALUE` pairs separated by
+ * spaces, every byte of a name or value but [A-Za-z0-9_] written as `\0ooo` (octal, as
+ * `printf %b` reads it) — so the line holds no space, newline, quote, `=` of a value, glob
+ * or backslash of its own, and {@link envDecodeScript} splits and decodes it exactly.
+ */
+export function envPreamble(env: Readonly<Record<string, string>>): string {
+  const encode = (text: string) => {
+    let out = '';
+    for (const byte of Buffer.from(text, 'utf8')) {
+      const char = String.fromCharCode(byte);
+      out += plainByte.test(char) ? char : `\\0${byte.toString(8).padStart(3, '0')}`;
+    }
+    return out;
+  };
+  return `${Object.entries(env).map(([name, value]) => `${encode(name)}=${encode(value)}`).join(' ')}\n`;
+}
+
+/** Letters, digits and `_`: the characters of a name a shell can hold (spelled out: ranges depend on the locale). */
+const nameChars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_';
+
+/**
+ * POSIX sh that applies `$AGENTVISOR_ENV` ({@link envPreamble}'s line, read by the wrapper)
+ * right before the agent is exec'd: a variable whose name a shell can hold is exported; any
+ * other (`AV-DASHED`) goes before "$@" as a `NAME=VALUE` operand for `env` — in an argv only
+ * for the instant before `env` execs the agent — and `$av_extra` counts those. `$av_env` is
+ * `env`'s path, found before the agent's own PATH applies. No single quote (it runs inside a
+ * single-quoted script too), and every line ends in a token a space may follow.
+ */
+export const envDecodeScript = [
+  'av_env=$(command -v env); av_extra=0;',
+  'for av_pair in $AGENTVISOR_ENV; do',
+  'av_name=$(printf "%bx" "${av_pair%%=*}"); av_name=${av_name%x};',
+  'av_value=$(printf "%bx" "${av_pair#*=}"); av_value=${av_value%x};',
+  `case $av_name in [0123456789]*|*[!${nameChars}]*) set -- "$av_name=$av_value" "$@"; av_extra=$((av_extra + 1)) ;; *) export "$av_name=$av_value" ;; esac;`,
+  'done;',
+  'unset AGENTVISOR_ENV;',
+].join('\n');
+

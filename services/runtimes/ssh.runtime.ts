@@ -13,19 +13,28 @@
  * sh, bash, dash, zsh, ksh). Its two scripts are constants; every value of the spec (cwd, env,
  * command, arguments) travels as a separate single-quoted word, a positional parameter:
  *
- *   exec /bin/sh -c WRAPPER agentvisor-remote CWD LAUNCH INDEX NAME=VALUE… COMMAND ARGS…
+ *   exec /bin/sh -c WRAPPER agentvisor-remote CWD LAUNCH INDEX COMMAND ARGS…
+ *
+ * and the agent's env comes first on the channel, one line before the agent's stream
+ * (`stdinPreamble`, runtime.ts `envPreamble`): in no argv, on this host or the remote one.
  *
  * The wrapper (a /bin/sh whose parent is sshd's session process, in a session of its own):
+ * - reads the env line from stdin (sh's `read` takes a pipe a byte at a time: nothing of the
+ *   agent's stream after it), still encoded, and hands it to the launcher alone, as
+ *   `$AGENTVISOR_ENV` in its environment: the wrapper's own PATH stays the login's, and its
+ *   watcher's children never see the line;
  * - `cd`s to CWD when given (a failure: a `agentvisor-remote-failure spawn_failed …` line on
  *   stderr, exit 126), and needs `setsid` (util-linux or busybox; missing: `runtime_missing`);
  * - starts `setsid /bin/sh -c LAUNCH …` in the background with the channel as its stdin (a
  *   background job of a shell without job control would otherwise read /dev/null). setsid
  *   does not fork (the job is not a group leader) and the launcher execs `env`, which execs
  *   the agent: one pid, the agent's, leading its own session and process group remotely;
- * - the launcher checks that COMMAND (the INDEXth operand) is found on the agent's PATH (else
- *   `agentvisor-remote-failure not_installed …`, exit 127), prints `agentvisor-remote-pid
- *   <its pid>` to stderr and execs `env -- NAME=VALUE… COMMAND ARGS…`: the marker is always
- *   the first line that pid writes, so the agent cannot forge one ahead of it;
+ * - the launcher applies the env (runtime.ts `envDecodeScript`: exported, or a `NAME=VALUE`
+ *   operand of env for a name a shell cannot hold), checks that COMMAND (the INDEXth operand)
+ *   is found on the agent's PATH (else `agentvisor-remote-failure not_installed …`, exit
+ *   127), prints `agentvisor-remote-pid <its pid>` to stderr and execs `env -- [NAME=VALUE…]
+ *   COMMAND ARGS…`: the marker is always the first line that pid writes, so the agent cannot
+ *   forge one ahead of it;
  * - lets go of stdin and stdout (so the agent's own EOF and its closing stdout reach this
  *   host unchanged) and waits for the agent; then SIGKILLs whatever is left of its group (as
  *   the local stop ladder does after the leader exits), waits until the watcher below and
@@ -53,7 +62,7 @@ import { execa } from 'execa';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import type { AgentErrorKind } from '../../core/errors.js';
 import type { RuntimeSpec } from '../../core/runtime-spec.js';
-import { remotePidMarker, type RuntimeCommand } from './runtime.js';
+import { envDecodeScript, envPreamble, remotePidMarker, type RuntimeCommand } from './runtime.js';
 
 export type SshRuntimeSpec = Extract<RuntimeSpec, { kind: 'ssh' }>;
 
@@ -82,9 +91,10 @@ const wrapperScript = `
 cwd=$1; launch=$2; shift 2;
 if [ -n "$cwd" ]; then cd -- "$cwd" >/dev/null 2>&1 || { printf "%s\\n" "${remoteFailureMarker} spawn_failed cwd $cwd is not a directory" >&2; exit 126; }; fi;
 command -v setsid >/dev/null 2>&1 || { printf "%s\\n" "${remoteFailureMarker} runtime_missing setsid is not installed on the remote host" >&2; exit 127; };
+IFS= read -r env_line;
 parent=$PPID;
 exec 3<&0;
-setsid /bin/sh -c "$launch" agentvisor-agent "$@" <&3 3<&- &
+AGENTVISOR_ENV=$env_line setsid /bin/sh -c "$launch" agentvisor-agent "$@" <&3 3<&- &
 agent=$!;
 exec 0</dev/null 1>/dev/null 2>/dev/null 3<&-;
 settle() {
@@ -125,11 +135,14 @@ exit "$code"
 
 /**
  * The launcher, in the agent's own session. $1: the index of the agent's command among the
- * rest, env's operands (NAME=VALUE…, the command, its arguments). env, not this shell, sets
- * the agent's variables: a shell drops the names it cannot hold (`A-B`) from what it passes on.
+ * rest, env's operands (the command, its arguments). It applies `$AGENTVISOR_ENV` first: a
+ * name a shell can hold is exported; one it cannot (`A-B`, dropped by a shell from what it
+ * passes on) becomes a NAME=VALUE operand of env, before the command (the index moves).
  */
 const launchScript = `
 index=$1; shift;
+${envDecodeScript}
+index=$((index + av_extra));
 i=0; lookup=$PATH; agent_command=;
 for word in "$@"; do
   if [ "$i" -eq "$index" ]; then agent_command=$word; break; fi;
@@ -139,7 +152,7 @@ done;
 ( PATH=$lookup; command -v -- "$agent_command" ) >/dev/null 2>&1 ||
   { printf "%s\\n" "${remoteFailureMarker} not_installed $agent_command: command not found" >&2; exit 127; };
 printf "%s\\n" "${remotePidMarker} $$" >&2;
-exec env -- "$@"
+exec "$av_env" -- "$@"
 `;
 
 /** A script as one line (see wrapperScript). */
@@ -149,17 +162,17 @@ export { shellJoin, shellQuote };
 
 /** The command the remote login shell runs (see the header): the wrapper, then the agent under its launcher. */
 export function remoteCommand(spec: AgentSpec): string {
-  const env = Object.entries(spec.env ?? {}).map(([name, value]) => `${name}=${value}`);
   // env would read a command with `=` in it as one more variable: `nice -n 0` (which changes nothing) runs it instead.
   const trampoline = spec.command.includes('=') ? ['nice', '-n', '0', '--'] : [];
-  const operands = [...env, ...trampoline, spec.command, ...(spec.args ?? [])];
+  // The env is not here: it travels on stdin (envPreamble), never in an argv.
+  const operands = [...trampoline, spec.command, ...(spec.args ?? [])];
   return [
     'exec /bin/sh -c',
     shellQuote(oneLine(wrapperScript)),
     'agentvisor-remote',
     shellQuote(spec.cwd ?? ''),
     shellQuote(oneLine(launchScript)),
-    String(env.length + trampoline.length),
+    String(trampoline.length),
     shellJoin(operands),
   ].join(' ');
 }
@@ -276,6 +289,7 @@ export function sshCommand(spec: AgentSpec, runtime: SshRuntimeSpec, options: Ss
     command: ssh,
     args: sshArgs(runtime, remoteCommand(spec)),
     localContainment: false,
+    stdinPreamble: envPreamble(spec.env ?? {}),
     onStderrLine(line) {
       if (remotePid !== undefined) return false; // everything after the marker is the agent's
       const pid = pidLine.exec(line.trim());

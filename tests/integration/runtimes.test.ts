@@ -24,7 +24,7 @@ import type { AgentSpec } from '../../core/agent-spec.js';
 import { acpMethods, openAcpConnection, type AcpClientHandlers } from '../../services/acp-client.service.js';
 import { spawnAgentProcess, type AgentProcess } from '../../services/agent-process.service.js';
 import { dockerCommand, kubernetesCommand, signalScript, type ContainerRuntimeCommand } from '../../services/runtimes/container.runtime.js';
-import type { RuntimeCommand } from '../../services/runtimes/runtime.js';
+import { envPreamble, type RuntimeCommand } from '../../services/runtimes/runtime.js';
 import { sandboxCommand, type SandboxRuntime } from '../../services/runtimes/sandbox.runtime.js';
 import { shellQuote } from '../../services/runtimes/shell-quote.js';
 import { eventually, fixtureAgentScript, fixtureSpec, isRunning } from '../support/real-agents.js';
@@ -55,7 +55,10 @@ afterEach(async () => {
 
 /** Spawns what the runtime says, as the process actor does: its command, args and env, in `cwd`. */
 function spawnRuntime(command: RuntimeCommand, cwd: string): AgentProcess {
-  const proc = spawnAgentProcess({ command: command.command, args: command.args, env: command.env, cwd }, { onStderrLine: (line) => void command.onStderrLine?.(line) });
+  const proc = spawnAgentProcess(
+    { command: command.command, args: command.args, env: command.env, cwd },
+    { onStderrLine: (line) => void command.onStderrLine?.(line), ...(command.stdinPreamble ? { stdinPreamble: command.stdinPreamble } : {}) },
+  );
   spawned.push(proc);
   return proc;
 }
@@ -545,8 +548,13 @@ describe('container runtimes, through the recording shim (NOT a real engine)', (
     expect(call?.tool).toBe('kubectl');
     expect(call?.argv).toEqual(command.args);
     expect(call?.argv.slice(0, 12)).toEqual(['--kubeconfig', '/etc/kube/config', '--context', 'ctx', 'exec', '-i', '-n', 'tools', 'agent-0', '-c', 'main', '--']);
-    expect(call?.envKeys).not.toContain('AV_SECRET'); // not through kubectl's environment: in its argv (documented)
+    // Not through kubectl's environment, and in no argv: on its stdin, first (envPreamble).
+    expect(call?.envKeys).not.toContain('AV_SECRET');
+    expect(JSON.stringify(call?.argv)).not.toContain("it's $HOME");
+    expect(command.stdinPreamble).toBe(envPreamble({ AV_SECRET: "it's $HOME" }));
+    for (const pid of groupMembers(pgid)) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain('$HOME');
     expect(environOf(pgid)).toContain("AV_SECRET=it's $HOME");
+    expect(environOf(pgid).some((entry) => entry.startsWith('AGENTVISOR_ENV='))).toBe(false);
     expect(readlinkSync(`/proc/${pgid}/cwd`)).toBe(shim.work);
 
     expect(await stopLadder(proc, { shutdownMs: 300, killMs: 5_000, signalInside: (signal) => command.signalInside(signal) })).toBe('SIGTERM');

@@ -8,7 +8,8 @@
  * no sshd, no network namespaces).
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import { openAcpConnection } from '../../services/acp-client.service.js';
@@ -32,7 +33,7 @@ interface Launched {
   remotePid(): number | undefined;
   /** The agent's processes (it and its children: the marker is in their environment) still running on the remote side. */
   remote(): number[];
-  /** Those and the remote wrapper (the marker is in its arguments). */
+  /** Those and the remote wrapper and its watcher (the marker names the agent's cwd, one of the wrapper's arguments). */
   remoteAll(): number[];
   exited: Promise<ProcessExit>;
 }
@@ -42,7 +43,10 @@ const launched: Launched[] = [];
 /** Spawns `spec` over SSH (the fixture with `flags` by default), tagged with a unique env marker to find its remote processes. */
 function launch(flags: string[] = [], overrides: Partial<SshRuntimeSpec> = {}, spec?: AgentSpec): Launched {
   const marker = `avssh-${randomBytes(4).toString('hex')}`;
-  const agentSpec = spec ?? fixtureSpec(flags, { env: { AGENTVISOR_SSH_TEST: marker } });
+  // The env travels on stdin (in no argv): the marker is also the cwd, so that the wrapper's arguments hold it.
+  const cwd = join(host!.dir, marker);
+  mkdirSync(cwd);
+  const agentSpec = spec ? { cwd, ...spec, env: { AGENTVISOR_SSH_TEST: marker, ...spec.env } } : fixtureSpec(flags, { env: { AGENTVISOR_SSH_TEST: marker }, cwd });
   const runtime = sshCommand(agentSpec, host!.runtime(overrides));
   const lines: string[] = [];
   let remotePid: number | undefined;
@@ -50,6 +54,7 @@ function launch(flags: string[] = [], overrides: Partial<SshRuntimeSpec> = {}, s
     { command: runtime.command, args: runtime.args, env: runtime.env },
     {
       containment: null,
+      ...(runtime.stdinPreamble ? { stdinPreamble: runtime.stdinPreamble } : {}),
       stderrLines: 100,
       onStderrLine: (line) => {
         const claimed = runtime.onStderrLine?.(line) ?? false;
@@ -65,8 +70,8 @@ function launch(flags: string[] = [], overrides: Partial<SshRuntimeSpec> = {}, s
     runtime,
     lines,
     remotePid: () => remotePid,
-    remote: () => host!.remotePids(marker, 'environ'),
-    remoteAll: () => host!.remotePids(marker),
+    remote: () => host!.remotePids(`AGENTVISOR_SSH_TEST=${marker}`, 'environ'),
+    remoteAll: () => [...new Set([...host!.remotePids(marker, 'cmdline'), ...host!.remotePids(`AGENTVISOR_SSH_TEST=${marker}`, 'environ')])],
     exited: proc.exited,
   };
   launched.push(entry);
@@ -153,6 +158,26 @@ describe.skipIf(!host)('ssh runtime on a real sshd in a network namespace', () =
     expect(exit).toEqual({ exitCode: 0, signal: null });
     expect(JSON.parse(Buffer.concat(output).toString('utf8'))).toEqual({ argv: hostile, cwd: host!.dir, env });
     expect(agent.lines).toEqual([]);
+  });
+
+  it('the env travels on stdin: no value in any argv, here or remote; the agent has it exactly', async () => {
+    const secret = `sk-${randomBytes(6).toString('hex')}`;
+    const agent = launch([], {}, fixtureSpec(['--linger'], { env: { AV_API_KEY: secret, 'AV-ODD': `${secret}!` } }));
+    await connect(agent);
+    const argvs = readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .map((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        } catch {
+          return '';
+        }
+      });
+    expect(argvs.filter((argv) => argv.includes(secret))).toEqual([]);
+    const environ = readFileSync(`/proc/${agent.remotePid()}/environ`, 'utf8').split('\0');
+    expect(environ).toContain(`AV_API_KEY=${secret}`);
+    expect(environ).toContain(`AV-ODD=${secret}!`);
+    expect(environ.some((entry) => entry.startsWith('AGENTVISOR_ENV='))).toBe(false);
   });
 
   it('the agent crashing remotely: the local ssh exits with the agent\'s own code, not a runtime failure', async () => {

@@ -17,10 +17,13 @@ import {
   wrapperArgv,
   wrapperScript,
 } from '../../services/runtimes/container.runtime.js';
+import { envPreamble } from '../../services/runtimes/runtime.js';
 
 const agent: AgentSpec = { command: 'codex-acp', args: ['--acp', 'x y'] };
 /** The wrapper around `argv` with the supervisor's default ladder (5 s, 2 s): grace 6 s and 3 s. */
-const wrapped = (...argv: string[]) => ['/bin/sh', '-c', wrapperScript, 'agentvisor-wrapper', '6', '3', ...argv];
+const wrapped = (...argv: string[]) => ['/bin/sh', '-c', wrapperScript, 'agentvisor-wrapper', '6', '3', '0', ...argv];
+/** The same, reading the env line from stdin first (kubectl). */
+const wrappedReadingEnv = (...argv: string[]) => ['/bin/sh', '-c', wrapperScript, 'agentvisor-wrapper', '6', '3', '1', ...argv];
 
 describe('dockerCommand', () => {
   it('docker exec -i -- <container> <wrapper>', () => {
@@ -70,14 +73,15 @@ describe('dockerCommand', () => {
 });
 
 describe('kubernetesCommand', () => {
-  it('kubectl exec -i <pod> -- <wrapper>, no env and no local env', () => {
+  it('kubectl exec -i <pod> -- <wrapper>, no env and no local env: an empty env line first on stdin', () => {
     const command = kubernetesCommand(agent, { kind: 'kubernetes', pod: 'agent-0' });
     expect(command.command).toBe('kubectl');
-    expect(command.args).toEqual(['exec', '-i', 'agent-0', '--', ...wrapped('codex-acp', '--acp', 'x y')]);
+    expect(command.args).toEqual(['exec', '-i', 'agent-0', '--', ...wrappedReadingEnv('codex-acp', '--acp', 'x y')]);
     expect(command.env).toBeUndefined();
+    expect(command.stdinPreamble).toBe('\n');
   });
 
-  it('every option: --kubeconfig, --context, -n, -c; env inside the wrapper (env -- K=V); cwd by a cd shim', () => {
+  it('every option: --kubeconfig, --context, -n, -c; the env on stdin (in no argv); cwd by a cd shim', () => {
     const spec: AgentSpec = { ...agent, env: { TOKEN: 'v a l', 'ODD-NAME': '$x' }, cwd: '/srv/app', shutdownTimeoutMs: 0, killTimeoutMs: 10_500 };
     const runtime = { kind: 'kubernetes', pod: 'agent-0', namespace: 'tools', container: 'main', context: 'prod', kubeconfig: '/etc/kube/config' } as const;
     const command = kubernetesCommand(spec, runtime, { kubectl: '/opt/kubectl' });
@@ -101,19 +105,17 @@ describe('kubernetesCommand', () => {
       'agentvisor-wrapper',
       '1', // ceil(0 / 1000) + 1
       '12', // ceil(10.5) + 1
+      '1', // the env line comes first on stdin
       '/bin/sh',
       '-c',
       'cd -- "$1" && shift && exec "$@"',
       'agentvisor-cwd',
       '/srv/app',
-      'env',
-      '--',
-      'TOKEN=v a l',
-      'ODD-NAME=$x',
       'codex-acp',
       '--acp',
       'x y',
     ]);
+    expect(command.stdinPreamble).toBe(envPreamble({ TOKEN: 'v a l', 'ODD-NAME': '$x' }));
   });
 
   it('a pod named like an option is passed as pod/<name>, never read as a flag', () => {

@@ -20,6 +20,7 @@ import {
   sshOptions,
   type SshRuntimeSpec,
 } from '../../services/runtimes/ssh.runtime.js';
+import { envDecodeScript, envPreamble } from '../../services/runtimes/runtime.js';
 
 const hostile = [
   '',
@@ -109,14 +110,51 @@ describe('remoteCommand', () => {
     return { wrapper: wrapper!, name, cwd, launch: launch!, index: Number(index), operands };
   };
 
-  it.each(shells)('carries hostile arguments, env values and cwd as exact words (%s)', (shell) => {
-    const env = { QUOTED: "v'a\"l", SPACED: ' a  b ', DOLLAR: '$HOME ${X}', TICKS: '`id`', NEWLINE: 'one\ntwo', EMPTY: '', 'ODD-NAME': 'x' };
+  it.each(shells)('carries hostile arguments and cwd as exact words, and no env value at all (%s)', (shell) => {
+    const env = { QUOTED: "v'a\"l", SPACED: ' a  b ', DOLLAR: '$HOME ${X}', TICKS: '`id`', NEWLINE: 'one\ntwo', EMPTY: '', 'ODD-NAME': 'secret-x' };
     const spec: AgentSpec = { command: '/opt/my agent/bin', args: hostile, env, cwd: "/srv/it's here" };
     const words = parsed(spec, shell);
     expect(words.name).toBe('agentvisor-remote');
     expect(words.cwd).toBe("/srv/it's here");
-    expect(words.index).toBe(Object.keys(env).length);
-    expect(words.operands).toEqual([...Object.entries(env).map(([name, value]) => `${name}=${value}`), '/opt/my agent/bin', ...hostile]);
+    expect(words.index).toBe(0);
+    expect(words.operands).toEqual(['/opt/my agent/bin', ...hostile]);
+    // The env travels on stdin: not one name or value is in the command line ssh gets.
+    const command = remoteCommand(spec);
+    for (const text of ['QUOTED', 'secret-x', 'one\ntwo', 'ODD-NAME']) expect(command).not.toContain(text);
+    expect(sshCommand(spec, runtime).stdinPreamble).toBe(envPreamble(env));
+  });
+
+  it.each(shells)('the env line decodes to the exact names and values in %s: exported, or env operands for names a shell cannot hold', (shell) => {
+    const env: Record<string, string> = {
+      QUOTED: "v'a\"l",
+      SPACED: ' a  b ',
+      DOLLAR: '$HOME ${X} $(id) `id`',
+      NEWLINES: 'one\ntwo\n',
+      EMPTY: '',
+      EQUALS: 'a=b==',
+      BACKSLASH: '\\c \\0101 \\n %b %s',
+      GLOB: '* ? [a]',
+      UNICODE: 'é ü 中文',
+      'ODD-NAME': 'dash',
+      'AV.DOT': '=',
+      '9LIVES': 'digit first',
+      PATH: '/nowhere',
+    };
+    const line = envPreamble(env);
+    expect(line.endsWith('\n')).toBe(true);
+    expect(line.slice(0, -1)).toMatch(/^[A-Za-z0-9_\\= ]*$/);
+    // As the launcher does it: read the line, decode, then env (found before PATH changed) runs a reporter.
+    const script = `IFS= read -r AGENTVISOR_ENV; set --; ${envDecodeScript.replace(/\n/g, ' ')} exec "$av_env" -- "$@" "${process.execPath}" -e 'process.stdout.write(JSON.stringify(process.env))'`;
+    const seen = JSON.parse(execFileSync(shell, ['-c', script], { input: `${line}{"the agent's stream":1}\n`, encoding: 'utf8' })) as Record<string, string>;
+    for (const [name, value] of Object.entries(env)) expect(seen[name], name).toBe(value);
+    expect(seen['AGENTVISOR_ENV']).toBeUndefined();
+    expect(envPreamble({})).toBe('\n');
+  });
+
+  it('reads the env line and not a byte of the stream after it', () => {
+    const script = `IFS= read -r AGENTVISOR_ENV; ${envDecodeScript.replace(/\n/g, ' ')} cat`;
+    const rest = execFileSync('/bin/sh', ['-c', script], { input: `${envPreamble({ A: 'x y' })}{"jsonrpc":"2.0"}\nmore\n`, encoding: 'utf8' });
+    expect(rest).toBe('{"jsonrpc":"2.0"}\nmore\n');
   });
 
   it('an empty cwd means the login directory; no env: the command is operand 0', () => {
@@ -128,8 +166,8 @@ describe('remoteCommand', () => {
 
   it('a command with `=` in it runs through `nice -n 0 --`, so env does not take it for a variable', () => {
     const words = parsed({ command: '/opt/a=b/agent', args: ['x'], env: { A: '1' } });
-    expect(words.operands).toEqual(['A=1', 'nice', '-n', '0', '--', '/opt/a=b/agent', 'x']);
-    expect(words.index).toBe(5);
+    expect(words.operands).toEqual(['nice', '-n', '0', '--', '/opt/a=b/agent', 'x']);
+    expect(words.index).toBe(4);
   });
 
   it('the scripts are constants, whatever the spec holds', () => {
