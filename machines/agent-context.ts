@@ -78,7 +78,10 @@ export type AgentEvent =
   | RestartRequest
   | AgentFailureReport
   | RestartHold
-  | { type: 'session.forget'; key: string };
+  | { type: 'session.forget'; key: string }
+  /** authenticate() of a connected agent, run by a child beside the connection (`reauthenticate`): done, or refused. */
+  | { type: 'xstate.done.actor.reauthenticate'; output: unknown }
+  | { type: 'xstate.error.actor.reauthenticate'; error: unknown };
 
 export type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 

@@ -121,6 +121,8 @@ export const agentMachine = setup({
     /** Somebody asked for a start while the agent was stopping. */
     hasStartRequests: ({ context }) => context.startRequests.length > 0,
     connectionIsOpen: ({ context }) => context.connectionOpen,
+    /** authenticate() runs over the connection (connected: beside it). */
+    authenticationInFlight: ({ context }) => context.pendingAuthMethod !== null,
   },
   actions: {
     reportStatus: enqueueActions(({ enqueue, context, self }, params: { status: AgentStatus }) => {
@@ -154,6 +156,29 @@ export const agentMachine = setup({
     /** A start on a parked agent is answered at once with what it waits for. */
     refuseWithLastError: enqueueActions(({ enqueue, context, self }, params: { requestId: string | undefined }) => {
       if (params.requestId !== undefined && context.lastError) settle(enqueue, context, self, [params.requestId], { ok: false, failure: context.lastError });
+    }),
+    /** authenticate() of a connected agent: the agent's ACP authenticate, by a child beside the connection. */
+    spawnReauthentication: enqueueActions(({ enqueue, context, event }) => {
+      const methodId = event.type === 'authenticate' ? event.methodId : (context.pendingAuthMethod ?? '');
+      enqueue.spawnChild('authenticate', { id: 'reauthenticate', input: { agent: context.name, methodId } });
+    }),
+    /** The agent refused the login of a connected agent: its callers fail; nothing is recorded on the agent. */
+    refuseReauthentication: enqueueActions(({ enqueue, context, self, event }) => {
+      const error = event.type === 'xstate.error.actor.reauthenticate' ? event.error : undefined;
+      settle(enqueue, context, self, context.startRequests, { ok: false, failure: authRefusal(context, error) });
+      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
+    }),
+    /**
+     * Leaving `connected` while authenticate() runs beside the connection: the child stops;
+     * a loss fails its callers with the loss now (a restart would not log in); any other
+     * way out (stop, a park) settles them itself.
+     */
+    endReauthentication: enqueueActions(({ enqueue, context, self, event }) => {
+      if (context.pendingAuthMethod === null) return;
+      enqueue(stopChild('reauthenticate'));
+      if (event.type !== 'process.exited') return;
+      settle(enqueue, context, self, context.startRequests, { ok: false, failure: lostDuringAuthentication(context) });
+      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
     }),
     /** The agent was lost while authenticate() ran: its callers fail with the loss now (a restart would not log in). */
     failStarts: enqueueActions(({ enqueue, context, self }) => {
@@ -358,6 +383,7 @@ export const agentMachine = setup({
     connected: {
       description: 'The agent answered initialize; its connection is in use.',
       entry: [{ type: 'reportStatus', params: { status: 'connected' } }, 'settleStartsConnected'],
+      exit: 'endReauthentication',
       initial: 'settling',
       states: {
         settling: {
@@ -394,11 +420,37 @@ export const agentMachine = setup({
           },
           { description: 'Any other class: the session that failed reports it; the agent stays connected.' },
         ],
-        authenticate: {
-          target: 'needsAuth.authenticating',
-          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
-          description: 'authenticate() on a connected agent: over its connection.',
+        authenticate: [
+          {
+            guard: 'authenticationInFlight',
+            actions: { type: 'addStartRequest', params: requestIdOf },
+            description: 'authenticate() while one runs over this connection: answered with its outcome.',
+          },
+          {
+            guard: 'connectionIsOpen',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth', 'spawnReauthentication'],
+            description: 'authenticate() on a connected agent: over its connection, beside it. The agent stays connected (no status change) and its sessions go on.',
+          },
+          {
+            target: '#agent.reconnecting.replacing',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth', 'beginCallerStart'],
+            description: 'authenticate() as its stream just closed: replace the process, then authenticate.',
+          },
+        ],
+        'xstate.done.actor.reauthenticate': {
+          actions: ['clearPendingAuth', 'clearFailure', 'settleStartsConnected'],
+          description: 'Authenticated: its callers are answered; still connected.',
         },
+        'xstate.error.actor.reauthenticate': [
+          {
+            guard: 'connectionLost',
+            description: 'The connection closed under it: the loss follows (process.exited), and fails its callers.',
+          },
+          {
+            actions: 'refuseReauthentication',
+            description: 'The agent refused the login: its callers get auth_required; the agent stays connected on the login it had.',
+          },
+        ],
         ensure: [
           { guard: 'connectionIsOpen', actions: { type: 'answerNow', params: requestIdOf }, description: 'Already connected: the same connection.' },
           { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'Its stream just closed: wait for the loss and what follows it.' },

@@ -16,6 +16,9 @@ export const agentMachine = setup({
     reportFailure: () => {},
     reportParked: () => {},
     refuseWithLastError: () => {},
+    spawnReauthentication: () => {},
+    refuseReauthentication: () => {},
+    endReauthentication: () => {},
     failStarts: () => {},
     settleStartsParked: () => {},
     giveUpForIntensity: () => {},
@@ -66,6 +69,7 @@ export const agentMachine = setup({
     hasNoProcess: () => true,
     hasStartRequests: () => true,
     connectionIsOpen: () => true,
+    authenticationInFlight: () => true,
   },
   actors: {
     agentProcess: fromCallback(() => {}),
@@ -188,6 +192,7 @@ export const agentMachine = setup({
     connected: {
       description: 'The agent answered initialize; its connection is in use.',
       entry: [{ type: 'reportStatus', params: { status: 'connected' } }, 'settleStartsConnected'],
+      exit: 'endReauthentication',
       initial: 'settling',
       states: {
         settling: {
@@ -225,11 +230,37 @@ export const agentMachine = setup({
             description: 'Any other class: the session that failed reports it; the agent stays connected.',
           },
         ],
-        authenticate: {
-          target: 'needsAuth.authenticating',
-          actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
-          description: 'authenticate() on a connected agent: over its connection.',
+        authenticate: [
+          {
+            guard: 'authenticationInFlight',
+            actions: { type: 'addStartRequest' },
+            description: 'authenticate() while one runs over this connection: answered with its outcome.',
+          },
+          {
+            guard: 'connectionIsOpen',
+            actions: [{ type: 'addStartRequest' }, 'setPendingAuth', 'spawnReauthentication'],
+            description: 'authenticate() on a connected agent: over its connection, beside it. The agent stays connected (no status change) and its sessions go on.',
+          },
+          {
+            target: '#agent.reconnecting.replacing',
+            actions: [{ type: 'addStartRequest' }, 'setPendingAuth', 'beginCallerStart'],
+            description: 'authenticate() as its stream just closed: replace the process, then authenticate.',
+          },
+        ],
+        'xstate.done.actor.reauthenticate': {
+          actions: ['clearPendingAuth', 'clearFailure', 'settleStartsConnected'],
+          description: 'Authenticated: its callers are answered; still connected.',
         },
+        'xstate.error.actor.reauthenticate': [
+          {
+            guard: 'connectionLost',
+            description: 'The connection closed under it: the loss follows (process.exited), and fails its callers.',
+          },
+          {
+            actions: 'refuseReauthentication',
+            description: 'The agent refused the login: its callers get auth_required; the agent stays connected on the login it had.',
+          },
+        ],
         ensure: [
           {
             guard: 'connectionIsOpen',

@@ -232,6 +232,58 @@ describe('authenticate() from every state', () => {
     expect(env.supervisor.getStatus('fixture')).toBe('connected');
   });
 
+  it('while connected: over its connection, beside it — no status change, its turns go on; callers join; a refused method leaves it connected; a loss fails the callers', async () => {
+    const clock = new SimulatedClock();
+    env.files.control({ authDelayMs: 300 }, 'fixture.json');
+    env.supervisor = createSupervisor({ clock, agents: auth() });
+    await env.supervisor.authenticate('fixture', 'fixture-token');
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    const { pid } = env.supervisor.list()[0]!;
+    const statuses: string[] = [];
+    env.supervisor.on('agent:status', ({ status }) => statuses.push(status));
+    const errors: string[] = [];
+    env.supervisor.on('error', ({ kind }) => errors.push(kind));
+
+    const first = env.supervisor.authenticate('fixture', 'fixture-token');
+    expect(agentState(env.supervisor, 'fixture')).toMatch(/^connected\./);
+    const joined = env.supervisor.authenticate('fixture', 'fixture-token');
+    // A turn while the login runs (the fixture answers authenticate after 300 ms).
+    expect(await session.prompt('during the login')).toBe('end_turn');
+    expect([(await first).pid, (await joined).pid]).toEqual([pid, pid]);
+
+    const refused = await env.supervisor.authenticate('fixture', 'no-such-method').catch((error: unknown) => error);
+    expect(refused).toMatchObject({ kind: 'auth_required', class: 'auth' });
+    expect(env.supervisor.getStatus('fixture')).toBe('connected');
+    expect(env.supervisor.list()[0]!.lastError).toBeNull();
+    expect(await session.prompt('still connected')).toBe('end_turn');
+    expect(statuses).toEqual([]);
+    expect(errors).toEqual([]);
+
+    const lost = env.supervisor.authenticate('fixture', 'fixture-token').catch((error: unknown) => error);
+    process.kill(pid!, 'SIGKILL');
+    expect(await lost).toMatchObject({ kind: 'agent_exited' });
+    expect(['disconnected', 'reconnecting']).toContain(env.supervisor.getStatus('fixture'));
+  });
+
+  it('while connected as its stream just closed (the process still there): it replaces the process, then logs in', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, agents: auth() });
+    await env.supervisor.authenticate('fixture', 'fixture-token');
+    const closer = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    void closer.prompt(command({ op: 'close-stdout' })).catch(() => {});
+    await eventually(() => !connectionOpen(), 'the stream to close');
+    expect(agentState(env.supervisor, 'fixture')).toMatch(/^connected\./);
+    const authenticated = env.supervisor.authenticate('fixture', 'fixture-token');
+    expect(agentState(env.supervisor, 'fixture')).toBe('reconnecting.replacing');
+    // The kill is slower than the clock: after killTimeoutMs the replacement spawns anyway.
+    clock.increment(2_000);
+    await authenticated;
+    expect(env.supervisor.getStatus('fixture')).toBe('connected');
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    expect(await session.prompt('logged in again')).toBe('end_turn');
+    expect(starts()).toBe(2);
+  });
+
   it('while reconnecting: it joins the recovery and authenticates once the new process answers initialize', async () => {
     const clock = new SimulatedClock();
     env.supervisor = createSupervisor({ clock, agents: auth() });
