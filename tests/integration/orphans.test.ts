@@ -25,8 +25,18 @@ const available = new Set(kinds.filter((kind) => chooseContainment(kind).mechani
 const hostKinds: Array<ContainmentKind | 'none'> = [...kinds.filter((kind) => available.has(kind)), 'none'];
 
 const stateDir = () => env.files.path('state');
-const recordFiles = () => (existsSync(join(stateDir(), 'processes')) ? readdirSync(join(stateDir(), 'processes')) : []);
-const readRecords = () => recordFiles().map((name) => JSON.parse(readFileSync(join(stateDir(), 'processes', name), 'utf8')) as AgentRecord);
+/** The records written so far: `.json` files (a record is written to a `.tmp` file and renamed, so a `.json` is always whole). */
+const recordFiles = () => (existsSync(join(stateDir(), 'processes')) ? readdirSync(join(stateDir(), 'processes')).filter((name) => name.endsWith('.json')) : []);
+/** Their contents; a record removed between the listing and the read is skipped. */
+const readRecords = () =>
+  recordFiles().flatMap((name) => {
+    try {
+      return [JSON.parse(readFileSync(join(stateDir(), 'processes', name), 'utf8')) as AgentRecord];
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+  });
 
 /** A supervisor in a node process of its own, importing the built package as a consumer does. */
 const hostScript = `
