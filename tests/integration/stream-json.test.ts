@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { createSupervisor, presets, type SessionUpdate } from '../../index.js';
+import { createSupervisor, presets, type SessionUpdate, type Supervisor } from '../../index.js';
 import { eventually, isRunning, useRealAgentEnvironment, waitForStatus } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
@@ -21,6 +21,21 @@ function claudeFixture(extraArgs: string[] = []) {
 }
 
 const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+
+/**
+ * The agent's process once it runs the CLI: the bridge answers initialize and session/new by
+ * itself, so a session can be open before the process's pid is known, or while it is still
+ * in its exec (an empty command line).
+ */
+async function cliPid(supervisor: Supervisor, not?: number): Promise<number> {
+  let found: number | undefined;
+  await eventually(() => {
+    const pid = supervisor.list()[0]?.pid ?? undefined;
+    found = pid !== undefined && pid !== not && cmdline(pid).includes(streamJsonAgent) ? pid : undefined;
+    return found !== undefined;
+  }, "the CLI's process");
+  return found!;
+}
 
 describe('stream-json: Claude Code behind the ACP bridge', () => {
   it('runs a turn: text, a tool call and its result as ACP updates, the stop reason, and the transcript in the store', async () => {
@@ -35,8 +50,8 @@ describe('stream-json: Claude Code behind the ACP bridge', () => {
     const call = updates.find((update) => update.sessionUpdate === 'tool_call');
     expect(call).toMatchObject({ sessionUpdate: 'tool_call', kind: 'execute', status: 'in_progress' });
     expect(updates.find((update) => update.sessionUpdate === 'tool_call_update')).toMatchObject({ toolCallId: (call as { toolCallId: string }).toolCallId, status: 'completed' });
-    const { pid } = env.supervisor.list()[0]!;
-    expect(cmdline(pid!)).toEqual(expect.arrayContaining(['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--session-id', session.id]));
+    const pid = await cliPid(env.supervisor);
+    expect(cmdline(pid)).toEqual(expect.arrayContaining(['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--session-id', session.id]));
     const stored = [];
     for await (const entry of env.supervisor.history(session.id)) stored.push(entry);
     expect(stored.filter((entry) => entry.kind === 'update')).toHaveLength(updates.length);
@@ -71,13 +86,12 @@ describe('stream-json: Claude Code behind the ACP bridge', () => {
     const clock = new SimulatedClock();
     env.supervisor = createSupervisor({ clock, stateDir: false, agents: { claude: claudeFixture() } });
     const session = await env.supervisor.newSession('claude', { cwd: env.files.dir });
-    const first = env.supervisor.list()[0]!.pid!;
+    const first = await cliPid(env.supervisor);
     await expect(session.prompt('crash')).rejects.toMatchObject({ kind: 'agent_exited' });
     await waitForStatus(env.supervisor, 'claude', 'reconnecting');
     clock.increment(1000);
     await waitForStatus(env.supervisor, 'claude', 'connected');
-    const second = env.supervisor.list()[0]!.pid!;
-    expect(second).not.toBe(first);
+    const second = await cliPid(env.supervisor, first);
     expect(cmdline(second)).toEqual(expect.arrayContaining(['--resume', session.id]));
     expect(cmdline(second)).not.toContain('--session-id');
     await session.resume();
@@ -102,6 +116,6 @@ describe('stream-json: Claude Code behind the ACP bridge', () => {
     await env.supervisor.stop('claude');
     const second = await env.supervisor.newSession('claude', { cwd: env.files.dir });
     expect(second.id).not.toBe(first.id);
-    expect(cmdline(env.supervisor.list()[0]!.pid!)).toEqual(expect.arrayContaining(['--session-id', second.id]));
+    expect(cmdline(await cliPid(env.supervisor))).toEqual(expect.arrayContaining(['--session-id', second.id]));
   });
 });
