@@ -16,7 +16,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { killCgroup } from './containment/cgroup.containment.js';
 import type { Containment, ContainmentHandle, ContainmentKind } from './containment/containment.js';
-import { isRunningProcess, isSameProcess, readProcEntry, startTimeOf, type ProcessIdentity } from './containment/proc-table.js';
+import { isRunningEntry, isRunningProcess, isSameProcess, readProcEntry, readProcTable, startTimeOf, type ProcessIdentity } from './containment/proc-table.js';
 import { killTracked } from './containment/proc-tracking.containment.js';
 import { signalGroup } from './process-group.service.js';
 
@@ -191,10 +191,20 @@ async function killLeftovers(record: AgentRecord): Promise<'killed' | 'pid reuse
       return (await killTracked(recorded)).killed.length > 0 ? 'killed' : gone(...recorded);
     }
     default: {
-      // Process group only: the group is signalled only while its leader is the recorded process.
-      if (!isRunningProcess(record.wrapper)) return gone(record.wrapper);
-      signalGroup(record.pgid, 'SIGKILL');
-      return 'killed';
+      // Process group only: the group is signalled while its leader is the recorded process.
+      if (isRunningProcess(record.wrapper)) {
+        signalGroup(record.pgid, 'SIGKILL');
+        return 'killed';
+      }
+      // Its leader is gone, but what it left in its group may not be (a job a terminal's
+      // command started, then exited): those members, one by one. A group id is only reused
+      // by a process that takes that pid, so none may run under it; and a member must be in
+      // the recorded session and have started no earlier than the leader.
+      if (readProcEntry(record.pgid) !== null) return gone(record.wrapper);
+      const left = [...readProcTable().values()]
+        .filter((entry) => entry.pgid === record.pgid && entry.sid === record.sid && entry.startTime >= record.wrapper.startTime && isRunningEntry(entry))
+        .map(({ pid, startTime }) => ({ pid, startTime }));
+      return left.length > 0 && (await killTracked(left)).killed.length > 0 ? 'killed' : gone(record.wrapper);
     }
   }
 }

@@ -215,6 +215,10 @@ export const agentMachine = setup({
         },
         'agent.failure': [
           {
+            guard: 'authenticationInFlight',
+            description: 'authenticate() runs beside the connection: its outcome decides (a refusal rejects its callers; a later failure parks).',
+          },
+          {
             guard: 'failureParksForAuth',
             target: 'needsAuth',
             actions: [{ type: 'recordFailure' }, 'reportFailure'],
@@ -243,8 +247,13 @@ export const agentMachine = setup({
           },
           {
             target: '#agent.reconnecting.replacing',
-            actions: [{ type: 'addStartRequest' }, 'setPendingAuth', 'beginCallerStart'],
-            description: 'authenticate() as its stream just closed: replace the process, then authenticate.',
+            actions: [
+              { type: 'addStartRequest' },
+              'setPendingAuth',
+              'beginCallerStart',
+              'failSessions',
+            ],
+            description: 'authenticate() as its stream just closed: the process is lost to its sessions; replace it, then authenticate.',
           },
         ],
         'xstate.done.actor.reauthenticate': {

@@ -54,20 +54,19 @@ const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
  */
 export const wrapperScript = [
   'g=$1 k=$2 e=$3; shift 3',
-  // kubectl: the agent's env comes first on stdin, one line (runtime.ts envPreamble), applied by the agent's shell below.
-  'if [ "$e" = 1 ]; then IFS= read -r AGENTVISOR_ENV || AGENTVISOR_ENV=; export AGENTVISOR_ENV; else unset AGENTVISOR_ENV; fi',
   'command -v setsid >/dev/null 2>&1 || { echo "agentvisor-wrapper: setsid not found in the container" >&2; exit 127; }',
   'd=; for t in "${TMPDIR:-/tmp}" /tmp /dev/shm; do d=$t/agentvisor-wrapper.$$; mkdir -m 700 "$d" 2>/dev/null && mkfifo "$d/in" && break; d=; done',
   '[ -n "$d" ] || { echo "agentvisor-wrapper: cannot make a fifo in ${TMPDIR:-/tmp}, /tmp or /dev/shm" >&2; exit 125; }',
   'exec 3<&0 0</dev/null',
   "setsid /bin/sh -c '" +
-    'g=$1 k=$2 f=$3; shift 3; ' +
-    '{ trap "" HUP INT TERM; exec 4>"$f"; rm -rf "${f%/*}"; cat >&4; exec 4>&-; sleep "$g"; kill -s TERM 0; sleep "$k"; kill -s KILL 0; } <&3 >/dev/null 2>&1 & ' +
-    // After the feeder started: the agent's PATH must not change what the feeder runs.
+    'av_g=$1 av_k=$2 av_f=$3 av_e=$4; shift 4; ' +
+    // kubectl: the agent's env is the first line on the client's stdin (runtime.ts envPreamble), read before the feeder copies the rest.
+    'av_line=; if [ "$av_e" = 1 ]; then IFS= read -r av_line <&3; fi; ' +
+    '{ trap "" HUP INT TERM; exec 4>"$av_f"; rm -rf "${av_f%/*}"; cat >&4; exec 4>&-; sleep "$av_g"; kill -s TERM 0; sleep "$av_k"; kill -s KILL 0; } <&3 >/dev/null 2>&1 & ' +
     'exec 3<&-; ' +
     envDecodeScript.replace(/\n/g, ' ') +
-    ' if [ "$av_extra" -gt 0 ]; then set -- "$av_env" -- "$@"; fi; exec "$@" <"$f"' +
-    '\' agentvisor-agent "$g" "$k" "$d/in" "$@" &',
+    ' if [ "$av_count" -gt 0 ]; then set -- env -- "$@"; fi; exec "$@" <"$av_f"' +
+    '\' agentvisor-agent "$g" "$k" "$d/in" "$e" "$@" &',
   'p=$!',
   'exec 3<&-',
   `echo "${remotePidMarker} $p" >&2`,
@@ -159,8 +158,11 @@ export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, o
   // A pod named like an option ("-x", never valid in Kubernetes) is named as pod/-x: never read as a flag.
   const pod = runtime.pod.startsWith('-') ? `pod/${runtime.pod}` : runtime.pod;
   const where = [...(runtime.namespace !== undefined ? ['-n', runtime.namespace] : []), pod, ...(runtime.container !== undefined ? ['-c', runtime.container] : [])];
-  const agentArgv = [spec.command, ...(spec.args ?? [])];
-  const cd = spec.cwd !== undefined ? ['/bin/sh', '-c', 'cd -- "$1" && shift && exec "$@"', 'agentvisor-cwd', spec.cwd] : [];
+  // env would read a command with `=` in it as one more variable: `nice -n 0` (which changes nothing) runs it instead.
+  const trampoline = spec.cwd === undefined && spec.command.includes('=') ? ['nice', '-n', '0', '--'] : [];
+  const agentArgv = [...trampoline, spec.command, ...(spec.args ?? [])];
+  // CDPATH (the agent's, set by env before this shim runs) would make cd print the directory onto the agent's stdout.
+  const cd = spec.cwd !== undefined ? ['/bin/sh', '-c', 'CDPATH= cd -- "$1" && shift && exec "$@"', 'agentvisor-cwd', spec.cwd] : [];
   return containerCommand({
     command: kubectl,
     args: [...global, 'exec', '-i', ...where, '--', ...wrapperArgv(spec, [...cd, ...agentArgv], true)],

@@ -58,24 +58,23 @@ export function envPreamble(env: Readonly<Record<string, string>>): string {
   return `${Object.entries(env).map(([name, value]) => `${encode(name)}=${encode(value)}`).join(' ')}\n`;
 }
 
-/** Letters, digits and `_`: the characters of a name a shell can hold (spelled out: ranges depend on the locale). */
-const nameChars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_';
-
 /**
- * POSIX sh that applies `$AGENTVISOR_ENV` ({@link envPreamble}'s line, read by the wrapper)
- * right before the agent is exec'd: a variable whose name a shell can hold is exported; any
- * other (`AV-DASHED`) goes before "$@" as a `NAME=VALUE` operand for `env` — in an argv only
- * for the instant before `env` execs the agent — and `$av_extra` counts those. `$av_env` is
- * `env`'s path, found before the agent's own PATH applies. No single quote (it runs inside a
- * single-quoted script too), and every line ends in a token a space may follow.
+ * POSIX sh that decodes `$av_line` ({@link envPreamble}'s line, read from stdin by the same
+ * shell right before it execs the agent) into `NAME=VALUE` operands for `env`, put before
+ * "$@"; `$av_count` counts them. Every pair is an operand — none is exported by the shell —
+ * so no name can clash with the script's own variables, a shell's read-only or dynamic ones
+ * (`PPID`, `RANDOM`, `BASHOPTS`) or its PATH lookups; a value is in an argv only for the
+ * instant between `env`'s exec and its exec of the agent. Globbing is off while the line is
+ * split. No single quote (it runs inside a single-quoted script too), and every line ends in
+ * a token a space may follow.
  */
 export const envDecodeScript = [
-  'av_env=$(command -v env); av_extra=0;',
-  'for av_pair in $AGENTVISOR_ENV; do',
+  'av_count=0; set -f;',
+  'for av_pair in $av_line; do',
   'av_name=$(printf "%bx" "${av_pair%%=*}"); av_name=${av_name%x};',
   'av_value=$(printf "%bx" "${av_pair#*=}"); av_value=${av_value%x};',
-  `case $av_name in [0123456789]*|*[!${nameChars}]*) set -- "$av_name=$av_value" "$@"; av_extra=$((av_extra + 1)) ;; *) export "$av_name=$av_value" ;; esac;`,
+  'set -- "$av_name=$av_value" "$@"; av_count=$((av_count + 1));',
   'done;',
-  'unset AGENTVISOR_ENV;',
+  'set +f; av_line=;',
 ].join('\n');
 

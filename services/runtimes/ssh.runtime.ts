@@ -19,18 +19,15 @@
  * (`stdinPreamble`, runtime.ts `envPreamble`): in no argv, on this host or the remote one.
  *
  * The wrapper (a /bin/sh whose parent is sshd's session process, in a session of its own):
- * - reads the env line from stdin (sh's `read` takes a pipe a byte at a time: nothing of the
- *   agent's stream after it), still encoded, and hands it to the launcher alone, as
- *   `$AGENTVISOR_ENV` in its environment: the wrapper's own PATH stays the login's, and its
- *   watcher's children never see the line;
  * - `cd`s to CWD when given (a failure: a `agentvisor-remote-failure spawn_failed …` line on
  *   stderr, exit 126), and needs `setsid` (util-linux or busybox; missing: `runtime_missing`);
  * - starts `setsid /bin/sh -c LAUNCH …` in the background with the channel as its stdin (a
  *   background job of a shell without job control would otherwise read /dev/null). setsid
  *   does not fork (the job is not a group leader) and the launcher execs `env`, which execs
  *   the agent: one pid, the agent's, leading its own session and process group remotely;
- * - the launcher applies the env (runtime.ts `envDecodeScript`: exported, or a `NAME=VALUE`
- *   operand of env for a name a shell cannot hold), checks that COMMAND (the INDEXth operand)
+ * - the launcher reads the env line from its stdin, the channel (sh's `read` takes a pipe a
+ *   byte at a time: nothing of the agent's stream after it), decodes it into `NAME=VALUE`
+ *   operands of env (runtime.ts `envDecodeScript`), checks that COMMAND (the INDEXth operand)
  *   is found on the agent's PATH (else `agentvisor-remote-failure not_installed …`, exit
  *   127), prints `agentvisor-remote-pid <its pid>` to stderr and execs `env -- [NAME=VALUE…]
  *   COMMAND ARGS…`: the marker is always the first line that pid writes, so the agent cannot
@@ -91,10 +88,9 @@ const wrapperScript = `
 cwd=$1; launch=$2; shift 2;
 if [ -n "$cwd" ]; then cd -- "$cwd" >/dev/null 2>&1 || { printf "%s\\n" "${remoteFailureMarker} spawn_failed cwd $cwd is not a directory" >&2; exit 126; }; fi;
 command -v setsid >/dev/null 2>&1 || { printf "%s\\n" "${remoteFailureMarker} runtime_missing setsid is not installed on the remote host" >&2; exit 127; };
-IFS= read -r env_line;
 parent=$PPID;
 exec 3<&0;
-AGENTVISOR_ENV=$env_line setsid /bin/sh -c "$launch" agentvisor-agent "$@" <&3 3<&- &
+setsid /bin/sh -c "$launch" agentvisor-agent "$@" <&3 3<&- &
 agent=$!;
 exec 0</dev/null 1>/dev/null 2>/dev/null 3<&-;
 settle() {
@@ -135,24 +131,26 @@ exit "$code"
 
 /**
  * The launcher, in the agent's own session. $1: the index of the agent's command among the
- * rest, env's operands (the command, its arguments). It applies `$AGENTVISOR_ENV` first: a
- * name a shell can hold is exported; one it cannot (`A-B`, dropped by a shell from what it
- * passes on) becomes a NAME=VALUE operand of env, before the command (the index moves).
+ * rest, env's operands (the command, its arguments). It reads the env line first and puts
+ * its pairs before them as NAME=VALUE operands (the index moves): env, not this shell, sets
+ * the agent's variables — a shell drops names it cannot hold (`A-B`), and its own variables
+ * (read-only, dynamic, the script's) must not meet the agent's. Its own variables are `av_*`.
  */
 const launchScript = `
-index=$1; shift;
+av_index=$1; shift;
+IFS= read -r av_line;
 ${envDecodeScript}
-index=$((index + av_extra));
-i=0; lookup=$PATH; agent_command=;
-for word in "$@"; do
-  if [ "$i" -eq "$index" ]; then agent_command=$word; break; fi;
-  case $word in PATH=*) lookup=\${word#PATH=} ;; esac;
-  i=$((i + 1));
+av_index=$((av_index + av_count));
+av_i=0; av_lookup=$PATH; av_command=;
+for av_word in "$@"; do
+  if [ "$av_i" -eq "$av_index" ]; then av_command=$av_word; break; fi;
+  case $av_word in PATH=*) av_lookup=\${av_word#PATH=} ;; esac;
+  av_i=$((av_i + 1));
 done;
-( PATH=$lookup; command -v -- "$agent_command" ) >/dev/null 2>&1 ||
-  { printf "%s\\n" "${remoteFailureMarker} not_installed $agent_command: command not found" >&2; exit 127; };
+( PATH=$av_lookup; command -v -- "$av_command" ) >/dev/null 2>&1 ||
+  { printf "%s\\n" "${remoteFailureMarker} not_installed $av_command: command not found" >&2; exit 127; };
 printf "%s\\n" "${remotePidMarker} $$" >&2;
-exec "$av_env" -- "$@"
+exec env -- "$@"
 `;
 
 /** A script as one line (see wrapperScript). */

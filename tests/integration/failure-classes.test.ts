@@ -234,10 +234,12 @@ describe('authenticate() from every state', () => {
 
   it('while connected: over its connection, beside it — no status change, its turns go on; callers join; a refused method leaves it connected; a loss fails the callers', async () => {
     const clock = new SimulatedClock();
-    env.files.control({ authDelayMs: 300 }, 'fixture.json');
-    env.supervisor = createSupervisor({ clock, agents: auth() });
+    const agents = auth(); // writes an empty control file: the delay goes in after it
+    env.files.control({ authDelayMs: 800 }, 'fixture.json');
+    env.supervisor = createSupervisor({ clock, agents });
     await env.supervisor.authenticate('fixture', 'fixture-token');
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    const expired = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const { pid } = env.supervisor.list()[0]!;
     const statuses: string[] = [];
     env.supervisor.on('agent:status', ({ status }) => statuses.push(status));
@@ -247,7 +249,10 @@ describe('authenticate() from every state', () => {
     const first = env.supervisor.authenticate('fixture', 'fixture-token');
     expect(agentState(env.supervisor, 'fixture')).toMatch(/^connected\./);
     const joined = env.supervisor.authenticate('fixture', 'fixture-token');
-    // A turn while the login runs (the fixture answers authenticate after 300 ms).
+    // A turn while the login runs (the fixture answers authenticate after 800 ms), and one that
+    // fails for want of a login: the login under way decides, the agent is not parked.
+    await expect(expired.prompt(command({ op: 'fail', message: 'HTTP 401 Unauthorized: invalid api key' }))).rejects.toMatchObject({ kind: 'protocol_error' });
+    expect(agentState(env.supervisor, 'fixture')).toMatch(/^connected\./);
     expect(await session.prompt('during the login')).toBe('end_turn');
     expect([(await first).pid, (await joined).pid]).toEqual([pid, pid]);
 
@@ -279,6 +284,8 @@ describe('authenticate() from every state', () => {
     clock.increment(2_000);
     await authenticated;
     expect(env.supervisor.getStatus('fixture')).toBe('connected');
+    // The process it had is gone for its sessions: failed (to be resumed), not ready on a process that never knew them.
+    expect(closer.status).toBe('failed');
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     expect(await session.prompt('logged in again')).toBe('end_turn');
     expect(starts()).toBe(2);

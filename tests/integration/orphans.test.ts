@@ -177,6 +177,27 @@ describe('the orphan sweep', () => {
     expect(recordFiles()).toHaveLength(1);
   });
 
+  it('without containment, kills what stayed in a recorded group after its leader exited', async () => {
+    // A leader that starts a job in its own group and exits (as `sh -c 'job &'` does in a terminal).
+    const leader = spawn('/bin/sh', ['-c', 'sleep 1000 & echo $!; read _'], { detached: true, stdio: ['pipe', 'pipe', 'ignore'] });
+    const jobPid = await new Promise<number>((resolve) => leader.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
+    const wrapper = { pid: leader.pid!, startTime: startTimeOf(leader.pid!)! };
+    leader.stdin!.end();
+    await new Promise((resolve) => leader.once('exit', resolve));
+    try {
+      expect(isRunning(jobPid)).toBe(true);
+      writeOrphanRecord('job-left', { wrapper, pgid: leader.pid!, sid: leader.pid!, command: '/bin/sh', terminal: true });
+      const sweeper = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+      const result = await sweeper.sweepOrphans();
+      await sweeper.shutdown();
+      expect(result.killed).toEqual([{ agent: 'job-left', pid: leader.pid, command: '/bin/sh', terminal: true }]);
+      await eventually(() => !isRunning(jobPid), 'the job left in the group to be gone');
+      expect(recordFiles()).toEqual([]);
+    } finally {
+      if (isRunning(jobPid)) process.kill(jobPid, 'SIGKILL');
+    }
+  });
+
   it('never kills a reused pid (a start time that differs from the record)', async () => {
     const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
     try {

@@ -108,7 +108,7 @@ describe('kubernetesCommand', () => {
       '1', // the env line comes first on stdin
       '/bin/sh',
       '-c',
-      'cd -- "$1" && shift && exec "$@"',
+      'CDPATH= cd -- "$1" && shift && exec "$@"',
       'agentvisor-cwd',
       '/srv/app',
       'codex-acp',

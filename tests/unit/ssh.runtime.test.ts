@@ -124,7 +124,7 @@ describe('remoteCommand', () => {
     expect(sshCommand(spec, runtime).stdinPreamble).toBe(envPreamble(env));
   });
 
-  it.each(shells)('the env line decodes to the exact names and values in %s: exported, or env operands for names a shell cannot hold', (shell) => {
+  it.each(shells)('the env line decodes to the exact names and values in %s, as env operands: any name, a shell\'s own and the script\'s too', (shell) => {
     const env: Record<string, string> = {
       QUOTED: "v'a\"l",
       SPACED: ' a  b ',
@@ -139,20 +139,29 @@ describe('remoteCommand', () => {
       'AV.DOT': '=',
       '9LIVES': 'digit first',
       PATH: '/nowhere',
+      // A shell's read-only and dynamic variables, and the scripts' own: none may meet the agent's.
+      PPID: 'not the parent',
+      UID: 'u',
+      RANDOM: '7',
+      SECONDS: 's',
+      IFS: ':',
+      av_line: 'mine',
+      av_count: 'x',
+      index: 'IDX',
+      f: '/nonexistent',
     };
     const line = envPreamble(env);
     expect(line.endsWith('\n')).toBe(true);
     expect(line.slice(0, -1)).toMatch(/^[A-Za-z0-9_\\= ]*$/);
-    // As the launcher does it: read the line, decode, then env (found before PATH changed) runs a reporter.
-    const script = `IFS= read -r AGENTVISOR_ENV; set --; ${envDecodeScript.replace(/\n/g, ' ')} exec "$av_env" -- "$@" "${process.execPath}" -e 'process.stdout.write(JSON.stringify(process.env))'`;
+    // As the launcher does it: read the line, decode, then env runs a reporter.
+    const script = `IFS= read -r av_line; set --; ${envDecodeScript.replace(/\n/g, ' ')} exec env -- "$@" "${process.execPath}" -e 'process.stdout.write(JSON.stringify(process.env))'`;
     const seen = JSON.parse(execFileSync(shell, ['-c', script], { input: `${line}{"the agent's stream":1}\n`, encoding: 'utf8' })) as Record<string, string>;
     for (const [name, value] of Object.entries(env)) expect(seen[name], name).toBe(value);
-    expect(seen['AGENTVISOR_ENV']).toBeUndefined();
     expect(envPreamble({})).toBe('\n');
   });
 
   it('reads the env line and not a byte of the stream after it', () => {
-    const script = `IFS= read -r AGENTVISOR_ENV; ${envDecodeScript.replace(/\n/g, ' ')} cat`;
+    const script = `IFS= read -r av_line; ${envDecodeScript.replace(/\n/g, ' ')} cat`;
     const rest = execFileSync('/bin/sh', ['-c', script], { input: `${envPreamble({ A: 'x y' })}{"jsonrpc":"2.0"}\nmore\n`, encoding: 'utf8' });
     expect(rest).toBe('{"jsonrpc":"2.0"}\nmore\n');
   });
