@@ -31,7 +31,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Containment, ContainmentHandle, ContainmentMechanism } from './containment.js';
-import { isRunningEntry, isRunningProcess, readLastPid, readProcTable, startTimeOf, type ProcEntry, type ProcessIdentity, type ProcTable } from './proc-table.js';
+import { isRunningEntry, isRunningProcess, readLastPid, readProcEntry, readProcTable, startTimeOf, type ProcEntry, type ProcessIdentity, type ProcTable } from './proc-table.js';
 
 /** How often the shared scanner reads /proc while any agent is tracked. */
 export const defaultScanIntervalMs = 250;
@@ -329,6 +329,15 @@ function containByTracking(spawnedPid: number, scanner: ProcScanner): Containmen
  * gone); past the deadline, once the survivors are SIGKILLed, rejects naming them (as the
  * cgroup mechanism does: uninterruptible sleep can outlast a SIGKILL).
  */
+/** Waits (until `deadline` at most) until each of `entries` is stopped (state T) or gone. */
+async function untilStopped(entries: ProcEntry[], deadline: number): Promise<void> {
+  const isStoppedOrGone = (entry: ProcEntry) => {
+    const now = readProcEntry(entry.pid);
+    return now === null || now.startTime !== entry.startTime || now.state === 'T' || !isRunningEntry(now);
+  };
+  while (!entries.every(isStoppedOrGone) && Date.now() < deadline) await delay(1);
+}
+
 async function killEveryTracked(tracker: ProcessTracker, scanner: ProcScanner): Promise<void> {
   const deadline = Date.now() + killDeadlineMs;
   const stopped = new Set<string>();
@@ -343,6 +352,10 @@ async function killEveryTracked(tracker: ProcessTracker, scanner: ProcScanner): 
         signal(entry.pid, 'SIGSTOP');
         stopped.add(keyOf(entry));
       }
+      // A stop takes effect when the process next runs: until then it may still fork. Only a
+      // scan after it is stopped sees every child it made (with it as their parent, while it
+      // lives); a child made after that scan would be reparented at the kill, out of sight.
+      await untilStopped(fresh, deadline);
       continue; // the next full scan waits for the event loop's next turn
     }
     for (const entry of running) signal(entry.pid, 'SIGKILL');
