@@ -158,9 +158,8 @@ export const agentMachine = setup({
       if (params.requestId !== undefined && context.lastError) settle(enqueue, context, self, [params.requestId], { ok: false, failure: context.lastError });
     }),
     /** authenticate() of a connected agent: the agent's ACP authenticate, by a child beside the connection. */
-    spawnReauthentication: enqueueActions(({ enqueue, context, event }) => {
-      const methodId = event.type === 'authenticate' ? event.methodId : (context.pendingAuthMethod ?? '');
-      enqueue.spawnChild('authenticate', { id: 'reauthenticate', input: { agent: context.name, methodId } });
+    spawnReauthentication: enqueueActions(({ enqueue, context }) => {
+      enqueue.spawnChild('authenticate', { id: 'reauthenticate', input: { agent: context.name, methodId: context.pendingAuthMethod ?? '' } });
     }),
     /** The agent refused the login of a connected agent: its callers fail; nothing is recorded on the agent. */
     refuseReauthentication: enqueueActions(({ enqueue, context, self, event }) => {

@@ -10,7 +10,7 @@
  * keep running.
  */
 import { AgentError, storeFailed } from '../core/errors.js';
-import { realClock, type Clock } from '../core/clock.js';
+import { clockNow, realClock, type Clock } from '../core/clock.js';
 import type { Retention, Store, StoreWrite } from '../core/store.js';
 
 export interface StoreWriterOptions {
@@ -63,7 +63,8 @@ export class StoreWriter {
     if (this.closing) return;
     this.pending.push(write);
     if (this.scheduled) return;
-    const wait = this.lastCommitAt + this.commitEveryMs - clockNowMs(this.clock);
+    // At most one window away, also when the clock stepped back since the last commit.
+    const wait = Math.min(this.lastCommitAt + this.commitEveryMs - clockNow(this.clock), this.commitEveryMs);
     this.scheduled = wait > 0 ? { timer: this.clock.setTimeout(() => this.flush(), wait) } : { immediate: setImmediate(() => this.flush()) };
   }
 
@@ -97,7 +98,7 @@ export class StoreWriter {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
-    this.lastCommitAt = clockNowMs(this.clock);
+    this.lastCommitAt = clockNow(this.clock);
     this.chain = this.chain.then(() => this.apply(batch));
   }
 
@@ -128,9 +129,4 @@ export class StoreWriter {
     const failure = error instanceof AgentError ? error : storeFailed(`The store failed: ${error instanceof Error ? error.message : String(error)}`, error);
     this.options.onError(failure, dropped);
   }
-}
-
-/** The clock's time in ms: a SimulatedClock's own, else the monotonic real time. */
-function clockNowMs(clock: Clock): number {
-  return clock === realClock || typeof clock.now !== 'function' ? performance.now() : clock.now();
 }

@@ -321,14 +321,6 @@ function containByTracking(spawnedPid: number, scanner: ProcScanner): Containmen
   };
 }
 
-/**
- * Freezes, then kills, the tracker's processes. Each round scans (catching what appeared
- * since the last one) and SIGSTOPs what was not signalled yet, so that nothing forks on, or
- * orphans a child, while it is being killed; the first round with nothing new (or any round
- * after the deadline) SIGKILLs everything that runs. Resolves when nothing runs (zombies are
- * gone); past the deadline, once the survivors are SIGKILLed, rejects naming them (as the
- * cgroup mechanism does: uninterruptible sleep can outlast a SIGKILL).
- */
 /** Waits (until `deadline` at most) until each of `entries` is stopped (state T) or gone. */
 async function untilStopped(entries: ProcEntry[], deadline: number): Promise<void> {
   const isStoppedOrGone = (entry: ProcEntry) => {
@@ -338,6 +330,14 @@ async function untilStopped(entries: ProcEntry[], deadline: number): Promise<voi
   while (!entries.every(isStoppedOrGone) && Date.now() < deadline) await delay(1);
 }
 
+/**
+ * Freezes, then kills, the tracker's processes. Each round scans (catching what appeared
+ * since the last one) and SIGSTOPs what was not signalled yet, so that nothing forks on, or
+ * orphans a child, while it is being killed; the first round with nothing new (or any round
+ * after the deadline) SIGKILLs everything that runs. Resolves when nothing runs (zombies are
+ * gone); past the deadline, once the survivors are SIGKILLed, rejects naming them (as the
+ * cgroup mechanism does: uninterruptible sleep can outlast a SIGKILL).
+ */
 async function killEveryTracked(tracker: ProcessTracker, scanner: ProcScanner): Promise<void> {
   const deadline = Date.now() + killDeadlineMs;
   const stopped = new Set<string>();

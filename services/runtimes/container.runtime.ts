@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import { invalidOptions, type AgentErrorKind } from '../../core/errors.js';
 import type { RuntimeSpec } from '../../core/runtime-spec.js';
-import { envDecodeScript, envPreamble, remotePidMarker, type RuntimeCommand } from './runtime.js';
+import { envDecodeScript, envPreamble, envSafeCommand, remotePidMarker, type RuntimeCommand } from './runtime.js';
 
 export type DockerRuntime = Extract<RuntimeSpec, { kind: 'docker' }>;
 export type KubernetesRuntime = Extract<RuntimeSpec, { kind: 'kubernetes' }>;
@@ -31,7 +31,6 @@ const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
  * The wrapper, run as `/bin/sh -c <script> agentvisor-wrapper <eofGraceS> <killGraceS> <readsEnv> <command> <args…>`
  * (the agent's argv travels as positional parameters: no value is ever parsed by a shell;
  * with `readsEnv` 1 the agent's env comes first on stdin, one line — runtime.ts `envPreamble`).
- *
  *
  * - The *outer* shell makes a fifo in a private directory, then starts the agent under
  *   `setsid`: a new session and process group led by the agent itself, whose pid it prints as
@@ -145,9 +144,9 @@ export function dockerCommand(spec: AgentSpec, runtime: DockerRuntime, options: 
  *
  * Env: `kubectl exec` has no flag for it and the pod's spec cannot change, so the values
  * travel on the exec's stdin, one line before the agent's stream (`stdinPreamble`, runtime.ts
- * `envPreamble`), read by the wrapper and applied by the agent's shell right before it execs
- * the agent: in no argv, of the local kubectl or in the container (a name a shell cannot hold
- * is an operand of `env` for the instant before it execs the agent).
+ * `envPreamble`), read by the agent's shell, which execs `env -- NAME=VALUE… <command>`: a
+ * value is in an argv only for the instant before `env` execs the agent, of the local kubectl
+ * never.
  */
 export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, options: { kubectl?: string } = {}): ContainerRuntimeCommand {
   const kubectl = options.kubectl ?? 'kubectl';
@@ -158,9 +157,8 @@ export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, o
   // A pod named like an option ("-x", never valid in Kubernetes) is named as pod/-x: never read as a flag.
   const pod = runtime.pod.startsWith('-') ? `pod/${runtime.pod}` : runtime.pod;
   const where = [...(runtime.namespace !== undefined ? ['-n', runtime.namespace] : []), pod, ...(runtime.container !== undefined ? ['-c', runtime.container] : [])];
-  // env would read a command with `=` in it as one more variable: `nice -n 0` (which changes nothing) runs it instead.
-  const trampoline = spec.cwd === undefined && spec.command.includes('=') ? ['nice', '-n', '0', '--'] : [];
-  const agentArgv = [...trampoline, spec.command, ...(spec.args ?? [])];
+  // Without a cwd shim, env runs the command itself.
+  const agentArgv = [...(spec.cwd === undefined ? envSafeCommand(spec.command) : [spec.command]), ...(spec.args ?? [])];
   // CDPATH (the agent's, set by env before this shim runs) would make cd print the directory onto the agent's stdout.
   const cd = spec.cwd !== undefined ? ['/bin/sh', '-c', 'CDPATH= cd -- "$1" && shift && exec "$@"', 'agentvisor-cwd', spec.cwd] : [];
   return containerCommand({

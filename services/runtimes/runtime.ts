@@ -78,3 +78,11 @@ export const envDecodeScript = [
   'set +f; av_line=;',
 ].join('\n');
 
+/**
+ * What goes before an agent's command among `env`'s operands: `env` would read a command
+ * with `=` in it as one more variable, so such a command runs under `nice -n 0 --` (which
+ * changes nothing).
+ */
+export function envSafeCommand(command: string): string[] {
+  return command.includes('=') ? ['nice', '-n', '0', '--', command] : [command];
+}

@@ -59,7 +59,7 @@ import { execa } from 'execa';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import type { AgentErrorKind } from '../../core/errors.js';
 import type { RuntimeSpec } from '../../core/runtime-spec.js';
-import { envDecodeScript, envPreamble, remotePidMarker, type RuntimeCommand } from './runtime.js';
+import { envDecodeScript, envPreamble, envSafeCommand, remotePidMarker, type RuntimeCommand } from './runtime.js';
 
 export type SshRuntimeSpec = Extract<RuntimeSpec, { kind: 'ssh' }>;
 
@@ -160,17 +160,16 @@ export { shellJoin, shellQuote };
 
 /** The command the remote login shell runs (see the header): the wrapper, then the agent under its launcher. */
 export function remoteCommand(spec: AgentSpec): string {
-  // env would read a command with `=` in it as one more variable: `nice -n 0` (which changes nothing) runs it instead.
-  const trampoline = spec.command.includes('=') ? ['nice', '-n', '0', '--'] : [];
   // The env is not here: it travels on stdin (envPreamble), never in an argv.
-  const operands = [...trampoline, spec.command, ...(spec.args ?? [])];
+  const command = envSafeCommand(spec.command);
+  const operands = [...command, ...(spec.args ?? [])];
   return [
     'exec /bin/sh -c',
     shellQuote(oneLine(wrapperScript)),
     'agentvisor-remote',
     shellQuote(spec.cwd ?? ''),
     shellQuote(oneLine(launchScript)),
-    String(trampoline.length),
+    String(command.length - 1),
     shellJoin(operands),
   ].join(' ');
 }

@@ -4,6 +4,7 @@
  * past the restart intensity, a storm past the supervisor's — and the state, the events, and
  * no respawn where none should happen. Every delay runs on a SimulatedClock.
  */
+import { rmSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { AgentError, createSupervisor, type AgentErrorEvent } from '../../index.js';
@@ -204,7 +205,10 @@ describe('rate_limited and usage_limit: parked in rateLimited', () => {
 });
 
 describe('authenticate() from every state', () => {
-  const auth = () => scripted({ args: [...fixtureSpec().args!, '--require-auth', '--pid-file', env.files.path('fixture.pids')] });
+  const auth = () => scripted({ args: [...fixtureSpec().args!, '--require-auth', '--pid-file', env.files.path('fixture.pids'), '--auth-hold-file', env.files.path('auth.hold')] });
+  /** While held, the fixture's `authenticate` waits; released, it answers. */
+  const holdLogin = () => writeFileSync(env.files.path('auth.hold'), '');
+  const releaseLogin = () => rmSync(env.files.path('auth.hold'), { force: true });
   const connectionOpen = () => (env.supervisor!.actor.getSnapshot().children['fixture']!.getSnapshot() as { context: { connectionOpen: boolean } }).context.connectionOpen;
 
   it('from idle, while starting, while connected, from disconnected: each ends connected and logged in', async () => {
@@ -234,9 +238,7 @@ describe('authenticate() from every state', () => {
 
   it('while connected: over its connection, beside it — no status change, its turns go on; callers join; a refused method leaves it connected; a loss fails the callers', async () => {
     const clock = new SimulatedClock();
-    const agents = auth(); // writes an empty control file: the delay goes in after it
-    env.files.control({ authDelayMs: 800 }, 'fixture.json');
-    env.supervisor = createSupervisor({ clock, agents });
+    env.supervisor = createSupervisor({ clock, agents: auth() });
     await env.supervisor.authenticate('fixture', 'fixture-token');
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const expired = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
@@ -246,14 +248,16 @@ describe('authenticate() from every state', () => {
     const errors: string[] = [];
     env.supervisor.on('error', ({ kind }) => errors.push(kind));
 
+    holdLogin();
     const first = env.supervisor.authenticate('fixture', 'fixture-token');
     expect(agentState(env.supervisor, 'fixture')).toMatch(/^connected\./);
     const joined = env.supervisor.authenticate('fixture', 'fixture-token');
-    // A turn while the login runs (the fixture answers authenticate after 800 ms), and one that
-    // fails for want of a login: the login under way decides, the agent is not parked.
+    // While the login is held: a turn goes on, and one that fails for want of a login does not
+    // park the agent — the login under way decides.
     await expect(expired.prompt(command({ op: 'fail', message: 'HTTP 401 Unauthorized: invalid api key' }))).rejects.toMatchObject({ kind: 'protocol_error' });
     expect(agentState(env.supervisor, 'fixture')).toMatch(/^connected\./);
     expect(await session.prompt('during the login')).toBe('end_turn');
+    releaseLogin();
     expect([(await first).pid, (await joined).pid]).toEqual([pid, pid]);
 
     const refused = await env.supervisor.authenticate('fixture', 'no-such-method').catch((error: unknown) => error);
@@ -264,6 +268,7 @@ describe('authenticate() from every state', () => {
     expect(statuses).toEqual([]);
     expect(errors).toEqual([]);
 
+    holdLogin();
     const lost = env.supervisor.authenticate('fixture', 'fixture-token').catch((error: unknown) => error);
     process.kill(pid!, 'SIGKILL');
     expect(await lost).toMatchObject({ kind: 'agent_exited' });
@@ -306,12 +311,13 @@ describe('authenticate() from every state', () => {
 
   it('while authenticating: callers join; a process lost meanwhile is an agent_exited like any loss', async () => {
     const clock = new SimulatedClock();
-    env.files.control({ authDelayMs: 300 }, 'fixture.json');
     env.supervisor = createSupervisor({ clock, agents: auth() });
     await expect(env.supervisor.newSession('fixture', { cwd: env.files.dir })).rejects.toMatchObject({ kind: 'auth_required' });
+    holdLogin();
     const authenticating = env.supervisor.authenticate('fixture', 'fixture-token');
     expect(agentState(env.supervisor, 'fixture')).toBe('needsAuth.authenticating');
     const joined = [env.supervisor.ensureAgent('fixture'), env.supervisor.reconnect('fixture'), env.supervisor.authenticate('fixture', 'fixture-token')];
+    releaseLogin();
     await authenticating;
     await Promise.all(joined);
     expect(starts()).toBe(1);
@@ -319,6 +325,7 @@ describe('authenticate() from every state', () => {
     await expect(env.supervisor.newSession('fixture', { cwd: env.files.dir })).resolves.toBeDefined();
     await env.supervisor.stop('fixture');
     await expect(env.supervisor.newSession('fixture', { cwd: env.files.dir })).rejects.toMatchObject({ kind: 'auth_required' });
+    holdLogin();
     const lost = env.supervisor.authenticate('fixture', 'fixture-token').catch((error: unknown) => error);
     expect(agentState(env.supervisor, 'fixture')).toBe('needsAuth.authenticating');
     process.kill(env.supervisor.list()[0]!.pid!, 'SIGKILL');
@@ -397,10 +404,13 @@ describe('authenticate() from every state', () => {
   it('a process killed while authenticate() waits, its stdout held open by an escapee: the callers get agent_exited', async () => {
     env.supervisor = createSupervisor({
       containment: 'none',
-      agents: { fixture: fixtureSpec(['--require-auth', '--auth-delay', '3000', '--spawn-grandchild', '--grandchild-holds-stdio', '--grandchild-escapes', '--pid-file', env.files.path('fixture.pids')]) },
+      agents: {
+        fixture: fixtureSpec(['--require-auth', '--auth-hold-file', env.files.path('auth.hold'), '--spawn-grandchild', '--grandchild-holds-stdio', '--grandchild-escapes', '--pid-file', env.files.path('fixture.pids')]),
+      },
     });
     try {
       await expect(env.supervisor.newSession('fixture', { cwd: env.files.dir })).rejects.toMatchObject({ kind: 'auth_required' });
+      writeFileSync(env.files.path('auth.hold'), ''); // the login never answers: only the kill ends it
       const lost = env.supervisor.authenticate('fixture', 'fixture-token').catch((error: unknown) => error);
       expect(agentState(env.supervisor, 'fixture')).toBe('needsAuth.authenticating');
       process.kill(env.supervisor.list()[0]!.pid!, 'SIGKILL');

@@ -26,6 +26,8 @@ function recordingWriter(commitEveryMs: number) {
     return write(batch);
   };
   const simulated = new SimulatedClock();
+  /** Added to the simulated time: a wall clock that steps (NTP, a suspended laptop). */
+  let stepped = 0;
   /** The window timers not yet fired or cleared. */
   const timers = new Set<unknown>();
   const clock = {
@@ -41,8 +43,9 @@ function recordingWriter(commitEveryMs: number) {
       timers.delete(id);
       simulated.clearTimeout(id as never);
     },
-    now: () => simulated.now(),
+    now: () => simulated.now() + stepped,
     increment: (ms: number) => simulated.increment(ms),
+    step: (ms: number) => (stepped += ms),
   };
   const writer = new StoreWriter(store, { retention: defaultRetention, pruneEveryMs: 60_000, onError: () => {}, commitEveryMs, clock });
   return { store, batches, clock, timers, writer };
@@ -84,6 +87,20 @@ describe('StoreWriter batches', () => {
     await tick();
     await tick();
     expect(batches).toEqual([['first'], ['a', 'b', 'c'], ['later']]);
+    await writer.close();
+  });
+
+  it('a clock that stepped back since the last commit delays a batch by one window at most', async () => {
+    const { batches, clock, writer } = recordingWriter(5);
+    writer.add(stderrLine('first'));
+    await writer.drain();
+    clock.step(-3_600_000); // an hour back
+    writer.add(stderrLine('after the step'));
+    await tick();
+    expect(batches).toEqual([['first']]);
+    clock.increment(5);
+    await tick();
+    expect(batches).toEqual([['first'], ['after the step']]);
     await writer.close();
   });
 
