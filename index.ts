@@ -9,16 +9,39 @@
  * await supervisor.shutdown();
  */
 export { createSupervisor, Supervisor } from './api/supervisor.js';
-export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult, ReadOptions } from './api/supervisor.js';
+export type { AgentHandle, AgentSessionPage, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult, ReadOptions } from './api/supervisor.js';
 export type { Store, StoreWrite, StoredSession, StoredAgentSpec, TranscriptEntry, TranscriptKind, LogEntry, EventEntry, Page, Retention, RetentionRule, StoreStats, Awaitable } from './core/store.js';
 export { createMemoryStore, openSqliteStore, defaultRetention } from './runtime/store-choice.js';
 export { defaultStateDir } from './runtime/state-dir.js';
 export type { ContainmentKind } from './core/containment-kind.js';
 export { defaultOptions, type SupervisorOptions, type SessionOptions, type NewSessionOptions, type InspectOption } from './api/options.js';
-export { Session, type SessionEvents } from './api/session.js';
+export { Session, type SessionEvents, type PromptOptions } from './api/session.js';
+export type { SessionStateFields, SessionUsage } from './runtime/session-state.js';
+export type { ControlOptions } from './runtime/session-controls.js';
+export type { ElicitationPolicy, ElicitationRequest, ElicitationRequestView, ElicitationAnswer, ElicitationValue } from './core/elicitation.js';
+export type { ExtensionHandler, ExtensionHandlers } from './runtime/acp-client-handlers.js';
+export type { TerminalLogin, TerminalLoginCommand } from './runtime/terminal-login.js';
+export { defaultContentFileBytes } from './runtime/prompt-content.js';
 export { createConsoleInspector } from './inspection/console-inspector.js';
 export type { PermissionPolicy, PermissionRequest, PermissionOutcome } from './core/permission-policy.js';
-export type { ContentBlock, SessionUpdate, StopReason, McpServer } from './core/acp-types.js';
+export type {
+  ContentBlock,
+  SessionUpdate,
+  UnknownSessionUpdate,
+  StopReason,
+  McpServer,
+  AgentCapabilities,
+  AuthMethod,
+  AvailableCommand,
+  Implementation,
+  PlanEntry,
+  PromptCapabilities,
+  SessionConfigOption,
+  SessionInfo,
+  SessionModeState,
+  SessionModelState,
+  UsageUpdate,
+} from './core/acp-types.js';
 export type { AgentSpec } from './core/agent-spec.js';
 export type { WorkspaceSpec, WorkspaceOwner, WorkspaceKind, CleanupStrategy } from './core/workspace-spec.js';
 export type { WorkspaceInfo, PruneOptions, PruneResult, WorkspaceEvents } from './runtime/workspace-registry.js';

@@ -43,7 +43,7 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
       deps.cancelPermissions(input.agent, input.sessionId);
     };
     deps.onTurn?.(input.agent, input.sessionId, { prompt: input.prompt });
-    connection.agent.request(acpMethods.agent.session.prompt, { sessionId: input.sessionId, prompt: input.prompt }).then(validatePromptResponse).then(
+    connection.agent.request(acpMethods.agent.session.prompt, { sessionId: input.sessionId, prompt: input.prompt, ...(input.meta ? { _meta: input.meta } : {}) }).then(validatePromptResponse).then(
       (response) => {
         settled = true;
         deps.onTurn?.(input.agent, input.sessionId, { stopReason: response.stopReason });

@@ -9,7 +9,10 @@ import { defaultClassPolicies, type ClassPolicies, type ClassPolicy } from '../m
 import type { OverloadPolicy } from '../machines/supervisor.machine.js';
 import { realClock, type Clock } from '../core/clock.js';
 import { invalidOptions } from '../core/errors.js';
+import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
+import type { ExtensionHandler } from '../runtime/acp-client-handlers.js';
+import type { TerminalLogin } from '../runtime/terminal-login.js';
 import { createConsoleInspector } from '../inspection/console-inspector.js';
 import { defaultRestartPolicy, type RestartPolicy } from '../machines/policies/backoff.policy.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
@@ -43,6 +46,11 @@ export const defaultOverload: OverloadPolicy = Object.freeze({ intensity: 50, pe
 const isFunction = (value: unknown) => typeof value === 'function';
 const permissionPolicySchema = z.union([z.enum(['ask', 'allow', 'deny']), z.custom<Extract<PermissionPolicy, (...args: never[]) => unknown>>(isFunction, "must be 'ask', 'allow', 'deny' or a function")]);
 const stallPolicySchema = z.enum(['none', 'cancel', 'restart']);
+const elicitationPolicySchema = z.union([z.enum(['decline', 'ask']), z.custom<Extract<ElicitationPolicy, (...args: never[]) => unknown>>(isFunction, "must be 'decline', 'ask' or a function")]);
+const metaSchema = z.record(z.string(), z.unknown());
+const extensionsSchema = z
+  .record(z.string().regex(/^_/, 'an extension method starts with _'), z.custom<ExtensionHandler>(isFunction, 'must be a function'))
+  .optional();
 const retentionRuleSchema = z.strictObject({ maxCount: z.number().int().min(0).optional(), maxAgeMs: z.number().min(0).optional(), maxBytes: z.number().int().min(0).optional() });
 const hasMethods = (value: unknown, methods: readonly string[]) => typeof value === 'object' && value !== null && methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
 
@@ -124,6 +132,26 @@ export const supervisorOptionsSchema = z.strictObject({
   permissions: permissionPolicySchema.optional(),
   /** A permission request unanswered this long is answered `cancelled` (default 300 000 ms). */
   permissionTimeoutMs: timeoutMs.optional(),
+  /**
+   * How agents' elicitations (`elicitation/create`: a form or a URL for the user) are
+   * answered: `'decline'` (default; the client then advertises no elicitation), `'ask'`
+   * (`elicitation:request` events, on the session and the supervisor), or a function of the
+   * request. Overridable per session (docs/acp.md).
+   */
+  elicitation: elicitationPolicySchema.optional(),
+  /** An elicitation unanswered this long is answered `cancel` (default 300 000 ms). */
+  elicitationTimeoutMs: timeoutMs.optional(),
+  /**
+   * The embedder's answers to agents' extension methods (`_`-prefixed requests and
+   * notifications), by method name; any other `_` method is answered "method not found".
+   */
+  extensions: extensionsSchema,
+  /**
+   * Runs an agent's terminal login in a terminal the embedder provides, resolving with its
+   * exit code; with it the client advertises `auth.terminal`, and `authenticate(agent, id)` of
+   * a `terminal` method runs it (docs/acp.md).
+   */
+  terminalLogin: z.custom<TerminalLogin>(isFunction, 'must be a function').optional(),
   /** A turn with no update this long is stalled (default 120 000 ms). */
   stallTimeoutMs: timeoutMs.optional(),
   /** What a stall does besides the `stall` event: nothing, cancel the turn, or restart the agent (default 'none'). */
@@ -154,6 +182,10 @@ export const sessionOptionsSchema = z.strictObject({
   additionalRoots: z.array(noNul(z.string().min(1))).optional(),
   /** Overrides the supervisor's `permissions` policy for this session. */
   permissions: permissionPolicySchema.optional(),
+  /** Overrides the supervisor's `elicitation` policy for this session (the client advertises elicitation only when the supervisor's is not 'decline'). */
+  elicitation: elicitationPolicySchema.optional(),
+  /** Attached to session/new (or load, resume) as `_meta`. */
+  meta: metaSchema.optional(),
   stallTimeoutMs: timeoutMs.optional(),
   onStall: stallPolicySchema.optional(),
   /** Subscribed before the request is sent, so it also sees updates replayed by session/load. */
@@ -198,6 +230,7 @@ export const defaultOptions = Object.freeze({
   killTimeoutMs: 2_000,
   stderrLines: 20,
   permissionTimeoutMs: 300_000,
+  elicitationTimeoutMs: 300_000,
   stallTimeoutMs: 120_000,
   terminalOutputByteLimit: 1024 * 1024,
   workspaceStatusIntervalMs: 1_000,
@@ -221,6 +254,8 @@ export function resolveOptions(input: SupervisorOptions): RuntimeSettings {
     store: options.store ?? 'sqlite',
     retention: { ...defaultRetention, ...stripUndefined(options.retention ?? {}) },
     workspaceStatusIntervalMs: options.workspaceStatusIntervalMs ?? defaultOptions.workspaceStatusIntervalMs,
+    extensions: { ...options.extensions },
+    ...(options.terminalLogin ? { terminalLogin: options.terminalLogin } : {}),
     timings: {
       restart,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? defaultOptions.handshakeTimeoutMs,
@@ -230,6 +265,8 @@ export function resolveOptions(input: SupervisorOptions): RuntimeSettings {
     sessions: {
       permissions: options.permissions ?? 'ask',
       permissionTimeoutMs: options.permissionTimeoutMs ?? defaultOptions.permissionTimeoutMs,
+      elicitation: options.elicitation ?? 'decline',
+      elicitationTimeoutMs: options.elicitationTimeoutMs ?? defaultOptions.elicitationTimeoutMs,
       stallTimeoutMs: options.stallTimeoutMs ?? defaultOptions.stallTimeoutMs,
       onStall: options.onStall ?? 'none',
       capabilities: { fs: options.capabilities?.fs ?? true, terminal: options.capabilities?.terminal ?? true },
@@ -255,6 +292,8 @@ export function resolveSessionOptions(input: SessionOptions, defaults: RuntimeSe
     roots: (options.additionalRoots ?? []).map((root) => resolve(root)),
     mcpServers: options.mcpServers ?? [],
     permissions: options.permissions ?? defaults.permissions,
+    elicitation: options.elicitation ?? defaults.elicitation,
+    ...(options.meta ? { meta: options.meta } : {}),
     stallTimeoutMs: options.stallTimeoutMs ?? defaults.stallTimeoutMs,
     onStall: options.onStall ?? defaults.onStall,
     ...(options.onUpdate ? { onUpdate: options.onUpdate } : {}),

@@ -1,5 +1,5 @@
 /** The public types of the supervisor facade. */
-import type { ClientConnection, InitializeResponse } from '../core/acp-types.js';
+import type { AgentCapabilities, AuthMethod, ClientConnection, Implementation, InitializeResponse, SessionInfo } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import type { AgentErrorKind, AgentFailure, FailureClass } from '../core/errors.js';
 import type { PermissionRequest } from '../core/permission-policy.js';
@@ -42,6 +42,19 @@ export interface AgentSummary {
   lastError: AgentFailure | null;
   /** The containment the agent's current process runs in; null when it has none or only its process group. */
   containment: ContainmentKind | null;
+  /** Who the agent said it is in its `initialize` answer (name, version); null while it has no connection. */
+  agentInfo: Implementation | null;
+  /** What the agent advertised (prompt content, session list/resume/close/delete, MCP transports, loadSession); null while it has no connection. */
+  agentCapabilities: AgentCapabilities | null;
+  /** The login methods the agent offers; null while it has no connection. */
+  authMethods: AuthMethod[] | null;
+}
+
+/** One page of the agent's own sessions (`session/list`). */
+export interface AgentSessionPage {
+  sessions: SessionInfo[];
+  /** Pass it as `cursor` for the next page; null on the last. */
+  nextCursor: string | null;
 }
 
 /** The containment a supervisor's agents run in (docs/containment.md). */
@@ -78,6 +91,14 @@ export interface SupervisorEventMap {
   error: AgentErrorEvent;
   /** With the `'ask'` policy: answer with `respond(optionId)` or `cancel()`. */
   'permission:request': PermissionRequest;
+  /** With the `'ask'` elicitation policy: answer with `respond(action, content?)` (docs/acp.md). */
+  'elicitation:request': RuntimeEvents['elicitation:request'];
+  /** A URL elicitation the agent saw completed. */
+  'elicitation:complete': RuntimeEvents['elicitation:complete'];
+  /** A session's modes, config options, commands, plan, usage, title or models changed: `{ agent, sessionId, field, value }`. */
+  'session:state': RuntimeEvents['session:state'];
+  /** A mode, model or config value set by the user could not be set again after the agent reopened the session. */
+  'session:choice_dropped': RuntimeEvents['session:choice_dropped'];
   /** An agent tried to read, write or run outside its session's sandbox; it was refused. */
   'sandbox:violation': RuntimeEvents['sandbox:violation'];
   'session:status': RuntimeEvents['session:status'];

@@ -7,7 +7,8 @@ import { resolve } from 'node:path';
 import type { Actor, StateValue } from 'xstate';
 import { agentNameSchema, validateAgentSpec, type AgentSpec } from '../core/agent-spec.js';
 import { describeSchemaIssue } from '../core/schema.js';
-import { failures, invalidOptions, toError } from '../core/errors.js';
+import { agentFailure, authRequired, failures, invalidOptions, toError } from '../core/errors.js';
+import { acpMethods, reopenMethod, toRequestError, validateListSessionsResponse } from '../services/acp-client.service.js';
 import type { AgentStatus } from '../machines/agent-events.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
@@ -22,13 +23,13 @@ import type { PruneOptions, PruneResult, WorkspaceInfo } from '../runtime/worksp
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { EventEntry, LogEntry, StoredSession, StoreStats, TranscriptEntry } from '../core/store.js';
 import type { ReadRange } from '../runtime/store-reader.js';
-import type { AgentHandle, AgentSummary, CallOptions, ContainmentReport, OrphanSweepResult, SupervisorEventMap } from './public-types.js';
+import type { AgentHandle, AgentSessionPage, AgentSummary, CallOptions, ContainmentReport, OrphanSweepResult, SupervisorEventMap } from './public-types.js';
 import { Session } from './session.js';
 
 /** Where a read of the store starts (`after` an entry's `seq`), how much it returns, and its abort signal. */
 export type ReadOptions = ReadRange;
 
-export type { AgentHandle, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult } from './public-types.js';
+export type { AgentHandle, AgentSessionPage, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult } from './public-types.js';
 
 /**
  * Supervises agent processes. Create it with {@link createSupervisor}.
@@ -213,7 +214,7 @@ export class Supervisor {
     return this.inWorkspace(agent, settings, async (settings) => {
       if (options.resume) {
         const [latest] = await this.runtime.reader.sessions({ agent, cwd: this.sessionCwd(agent, settings) });
-        if (latest) return this.openLoaded(agent, latest.sessionId, settings, options.signal);
+        if (latest) return this.openLoaded(agent, latest.sessionId, { ...settings, reopen: 'resume' }, options.signal);
       }
       const handle = await this.ensureAgent(agent, { signal: options.signal });
       return this.runtime.opener.create(handle, { ...settings, cwd: this.sessionCwd(agent, settings) }, options.signal);
@@ -221,7 +222,8 @@ export class Supervisor {
   }
 
   /**
-   * Loads an earlier session (`session/load`); `not_supported` unless the agent advertises it.
+   * Loads an earlier session (`session/load`, its history replayed to `onUpdate`; an agent
+   * that can only resume gets `session/resume`); `not_supported` when it can do neither.
    * A session of that id that failed is resumed; one that is open is returned as it is.
    */
   async loadSession(agent: string, sessionId: string, options: SessionOptions = {}): Promise<Session> {
@@ -315,7 +317,78 @@ export class Supervisor {
   async resumeSession(sessionId: string, options: SessionOptions & { agent?: string } = {}): Promise<Session> {
     options ??= {};
     const stored = await this.runtime.reader.find(sessionId, options.agent);
-    return this.loadSession(stored.agent, sessionId, { ...(options.workspace ? {} : { cwd: stored.cwd }), ...options });
+    const settings = this.sessionSettings({ ...(options.workspace ? {} : { cwd: stored.cwd }), ...options });
+    return this.inWorkspace(stored.agent, settings, (settings) => this.openLoaded(stored.agent, sessionId, { ...settings, reopen: 'resume' }, options.signal));
+  }
+
+  /**
+   * The agent's own sessions (`session/list`), one page at a time, newest as the agent
+   * orders them; `cwd` filters, `cursor` is the last page's `nextCursor`. Starts the agent if
+   * needed. `unsupported` when the agent does not advertise session listing.
+   *
+   * @example
+   * for (let cursor: string | null | undefined; cursor !== null; ) {
+   *   const page = await supervisor.listAgentSessions('codex', { cursor });
+   *   page.sessions.forEach((info) => console.log(info.sessionId, info.title));
+   *   cursor = page.nextCursor;
+   * }
+   */
+  async listAgentSessions(agent: string, options: CallOptions & { cwd?: string; cursor?: string | null } = {}): Promise<AgentSessionPage> {
+    options ??= {};
+    if (options.cwd !== undefined && (typeof options.cwd !== 'string' || options.cwd === '')) throw invalidOptions('Option cwd must be a non-empty string', agent);
+    if (options.cursor != null && typeof options.cursor !== 'string') throw invalidOptions('Option cursor must be a string', agent);
+    const handle = await this.ensureAgent(agent, { signal: options.signal });
+    if (handle.agentCapabilities.sessionCapabilities?.list == null) throw toError(agent, failures.unsupported(handle.displayName, 'listing its sessions (session/list)'));
+    const params = { ...(options.cwd !== undefined ? { cwd: resolve(options.cwd) } : {}), ...(options.cursor != null ? { cursor: options.cursor } : {}) };
+    const answer = await this.agentRequest(handle, acpMethods.agent.session.list, params, options.signal);
+    try {
+      const page = validateListSessionsResponse(answer);
+      return { sessions: page.sessions, nextCursor: page.nextCursor ?? null };
+    } catch (error) {
+      throw agentFailure('protocol_error', agent, (error as Error).message, error);
+    }
+  }
+
+  /**
+   * Deletes one of the agent's own sessions (`session/delete`), closing it here first when it
+   * is open. `unsupported` when the agent does not advertise deleting sessions.
+   */
+  async deleteAgentSession(agent: string, sessionId: string, options: CallOptions = {}): Promise<void> {
+    if (typeof sessionId !== 'string' || sessionId === '') throw invalidOptions('A session id must be a non-empty string', agent);
+    const handle = await this.ensureAgent(agent, { signal: options?.signal });
+    if (handle.agentCapabilities.sessionCapabilities?.delete == null) throw toError(agent, failures.unsupported(handle.displayName, 'deleting its sessions (session/delete)'));
+    const open = this.runtime.sessions.get(agent, sessionId);
+    if (open) await this.runtime.sessions.close(open);
+    await this.agentRequest(handle, acpMethods.agent.session.delete, { sessionId }, options?.signal);
+  }
+
+  /**
+   * Calls one of the agent's extension methods (`_`-prefixed) and resolves with its answer;
+   * the agent's refusal rejects `protocol_error`. Starts the agent if needed.
+   *
+   * @example
+   * const answer = await supervisor.callAgent('codex', '_codex/status', {});
+   */
+  async callAgent(agent: string, method: string, params: unknown = {}, options: CallOptions = {}): Promise<unknown> {
+    extensionMethod(agent, method);
+    const handle = await this.ensureAgent(agent, { signal: options?.signal });
+    return this.agentRequest(handle, method, params, options?.signal);
+  }
+
+  /** Sends an extension notification (`_`-prefixed method) to the agent. Starts the agent if needed. */
+  async notifyAgent(agent: string, method: string, params: unknown = {}, options: CallOptions = {}): Promise<void> {
+    extensionMethod(agent, method);
+    const handle = await this.ensureAgent(agent, { signal: options?.signal });
+    await handle.connection.agent.notify(method, params);
+  }
+
+  /** One ACP request on a connected agent, its failure an `AgentError` (`protocol_error`, `agent_exited`, `aborted`). */
+  private async agentRequest(handle: AgentHandle, method: string, params: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+    try {
+      return await abortable(handle.connection.agent.request(method, params), signal, handle.name);
+    } catch (error) {
+      throw toRequestError(handle.name, handle.connection, error, method);
+    }
   }
 
   /**
@@ -326,8 +399,28 @@ export class Supervisor {
    */
   async authenticate(agent: string, methodId: string, options: CallOptions = {}): Promise<AgentHandle> {
     if (typeof methodId !== 'string' || methodId === '') throw invalidOptions('An auth method id must be a non-empty string', agent);
+    const method = this.runtime.connections.get(agentName(agent))?.initialize.authMethods?.find((candidate) => candidate.id === methodId);
+    if (method && 'type' in method && method.type === 'terminal') return this.terminalLogin(agent, method, options);
     await this.runtime.command({ type: 'agent.authenticate', agent: agentName(agent), methodId }, options);
     return this.handle(agent);
+  }
+
+  /**
+   * A `terminal` auth method (ACP `auth.terminal`): the embedder's `terminalLogin` runs the
+   * agent's command with the method's arguments and environment; a zero exit is a login, and
+   * the agent is reconnected to pick it up. Never sent to `authenticate`.
+   */
+  private async terminalLogin(agent: string, method: { id: string; args?: string[]; env?: Record<string, string> }, options: CallOptions): Promise<AgentHandle> {
+    const run = this.settings.terminalLogin;
+    const spec = this.runtime.spec(agent);
+    if (!run) throw toError(agent, failures.unsupported('agentvisor', `the terminal login "${method.id}" of ${spec.displayName ?? agent} without a terminalLogin option`));
+    const exitCode = await abortable(
+      run({ agent, methodId: method.id, command: spec.command, args: [...(spec.args ?? []), ...(method.args ?? [])], env: { ...spec.env, ...method.env }, cwd: spec.cwd }),
+      options?.signal,
+      agent,
+    );
+    if (exitCode !== 0) throw authRequired(agent, `The terminal login "${method.id}" of ${spec.displayName ?? agent} ended with ${exitCode === null ? 'a signal' : `exit code ${exitCode}`}`, []);
+    return this.reconnect(agent, options);
   }
 
   /** A session's settings from its options; a git worktree needs a state directory. */
@@ -382,6 +475,7 @@ export class Supervisor {
     const spec = this.runtime.spec(name);
     const snapshot = this.runtime.agentActor(name)?.getSnapshot();
     const context = snapshot?.context;
+    const handshake = this.runtime.connections.get(name)?.initialize;
     return {
       name,
       displayName: spec.displayName ?? name,
@@ -391,6 +485,9 @@ export class Supervisor {
       attempt: context?.attempt ?? 0,
       lastError: context?.lastError ?? null,
       containment: context?.containment ?? null,
+      agentInfo: handshake?.agentInfo ?? null,
+      agentCapabilities: handshake ? (handshake.agentCapabilities ?? {}) : null,
+      authMethods: handshake ? (handshake.authMethods ?? []) : null,
     };
   }
 
@@ -399,7 +496,13 @@ export class Supervisor {
     if (!session) {
       session = new Session(record, {
         sessions: this.runtime.sessions,
-        canLoadSessions: async (agent, signal) => (await this.ensureAgent(agent, { signal })).agentCapabilities.loadSession === true,
+        controls: this.runtime.controls,
+        canLoadSessions: async (agent, signal) => reopenMethod((await this.ensureAgent(agent, { signal })).agentCapabilities, 'resume') !== null,
+        promptCapabilities: (agent) => {
+          const live = this.runtime.connections.get(agent);
+          return live ? (live.initialize.agentCapabilities?.promptCapabilities ?? {}) : undefined;
+        },
+        displayName: (agent) => this.runtime.spec(agent).displayName ?? agent,
       });
       this.sessionFaces.set(record, session);
     }
@@ -428,6 +531,11 @@ export class Supervisor {
     }
     return handle;
   }
+}
+
+/** An extension method name: `invalid_options` unless it starts with `_` (ACP keeps the rest for itself). */
+function extensionMethod(agent: string, method: unknown): void {
+  if (typeof method !== 'string' || !/^_./.test(method)) throw invalidOptions(`An extension method starts with _ (got ${JSON.stringify(method)})`, agent);
 }
 
 /** The name a method was called with, checked: `invalid_options` unless it is a possible agent name. */

@@ -37,6 +37,8 @@ const usageKinds = new Set([
   'session_not_found',
   'permission_not_found',
   'not_supported',
+  'unsupported',
+  'too_large',
   'daemon_running', // serve: a daemon already serves the state directory
   'address_unavailable', // serve: the port is taken, or the host is not this machine's
 ]);

@@ -38,6 +38,13 @@ export type AgentErrorKind =
   | 'protocol_error'
   /** The agent does not support what was asked (e.g. session/load). */
   | 'not_supported'
+  /**
+   * The agent did not advertise what was asked (a mode, a config option, a content block
+   * type, session/list, resume, delete…): refused before anything was sent.
+   */
+  | 'unsupported'
+  /** A file or content block is larger than the bound it was given. */
+  | 'too_large'
   /** A prompt was sent while another turn of the session is in flight. */
   | 'session_busy'
   /** The session is closed, or failed and must be resumed first. */
@@ -258,8 +265,9 @@ export const failures = {
   sessionClosed: (sessionId: string) => failure('session_closed', `Session ${sessionId} is closed`),
   closedDuringTurn: (sessionId: string) => failure('session_closed', `Session ${sessionId} was closed during the turn`),
   notAPtyAgent: (agent: string) => failure('not_supported', `Agent "${agent}" has no terminal: only agents with protocol 'pty' do`),
+  unsupported: (displayName: string, what: string) => failure('unsupported', `${displayName} does not support ${what}`),
   cannotLoadSessions: (displayName: string) =>
-    failure('not_supported', `${displayName} cannot load sessions (no loadSession capability): start a new session`),
+    failure('not_supported', `${displayName} cannot load sessions (it advertises neither loadSession nor session resume): start a new session`),
 } as const;
 
 /** Turns a failure record into the error a promise rejects with. */

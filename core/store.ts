@@ -49,9 +49,10 @@ export type StoreWrite =
  * What a transcript holds, in order: `update` (a `session/update` as the agent sent it),
  * `prompt` (the content blocks sent), `prompt_result` (the turn's stop reason, or its
  * error), `permission` (a request: tool call and options) and `permission_outcome` (its
- * answer, and who gave it).
+ * answer, and who gave it), `elicitation` (a session's elicitation request: mode, message,
+ * schema or url) and `elicitation_outcome` (its answer).
  */
-export type TranscriptKind = 'update' | 'prompt' | 'prompt_result' | 'permission' | 'permission_outcome';
+export type TranscriptKind = 'update' | 'prompt' | 'prompt_result' | 'permission' | 'permission_outcome' | 'elicitation' | 'elicitation_outcome';
 
 /** A session as stored. */
 export interface StoredSession {

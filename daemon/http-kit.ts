@@ -43,6 +43,8 @@ const statusByKind: Record<string, number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   not_supported: 422,
+  unsupported: 422,
+  too_large: 413,
   limit_reached: 429,
   internal: 500,
   shutting_down: 503,

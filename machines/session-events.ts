@@ -33,9 +33,9 @@ export interface SessionFailure {
 }
 
 export type SessionEvent =
-  /** session.prompt(): answered with `request.settled` carrying `requestId`. */
-  | { type: 'prompt'; requestId: string; prompt: ContentBlock[] }
-  /** session.resume(); `canLoad`: the agent's current connection advertises loadSession. */
+  /** session.prompt(): answered with `request.settled` carrying `requestId`; `meta` goes on the request as `_meta`. */
+  | { type: 'prompt'; requestId: string; prompt: ContentBlock[]; meta?: Record<string, unknown> }
+  /** session.resume(); `canLoad`: the agent's current connection advertises loadSession or session resume. */
   | { type: 'resume'; requestId: string; canLoad: boolean }
   /** session.cancel() or the prompt's AbortSignal: session/cancel for the running turn. */
   | { type: 'cancel' }
@@ -54,6 +54,8 @@ export interface PromptTurnInput {
   agent: string;
   sessionId: string;
   prompt: ContentBlock[];
+  /** The `_meta` of the session/prompt request, when the caller gave one. */
+  meta?: Record<string, unknown>;
 }
 
 /** Commands the session machine sends to its prompt turn actor. */

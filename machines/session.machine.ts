@@ -167,7 +167,10 @@ export const sessionMachine = setup({
       invoke: {
         id: 'promptTurn',
         src: 'promptTurn',
-        input: ({ context, event }) => ({ agent: context.agent, sessionId: context.sessionId, prompt: event.type === 'prompt' ? event.prompt : [] }),
+        input: ({ context, event }) =>
+          event.type === 'prompt'
+            ? { agent: context.agent, sessionId: context.sessionId, prompt: event.prompt, ...(event.meta ? { meta: event.meta } : {}) }
+            : { agent: context.agent, sessionId: context.sessionId, prompt: [] },
       },
       on: {
         'turn.completed': {

@@ -3,12 +3,14 @@
  * and the sandboxed `fs/*` and `terminal/*` calls, each answered inside the calling
  * session's sandbox. The process actor installs one set of these handlers per connection.
  */
-import type { ClientCapabilities } from '../core/acp-types.js';
+import type { ClientCapabilities, CreateElicitationResponse } from '../core/acp-types.js';
+import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { Clock } from '../core/clock.js';
 import { AcpRequestFailure, acpErrorCodes, type AcpClientHandlers } from '../services/acp-client.service.js';
 import { FsRequestError, SandboxViolation } from '../services/fs-sandbox.service.js';
 import { TerminalFailure, TerminalsClosed, UnknownTerminal } from '../services/terminal.service.js';
 import type { EventHub } from '../util/event-hub.js';
+import type { ElicitationBroker } from './elicitation-broker.js';
 import type { PermissionBroker } from './permission-broker.js';
 import type { SessionRecord, SessionRegistry, RuntimeEvents } from './session-registry.js';
 
@@ -16,14 +18,35 @@ export interface ClientHandlerDependencies {
   capabilities: { fs: boolean; terminal: boolean };
   sessions: SessionRegistry;
   broker: PermissionBroker;
+  elicitations: ElicitationBroker;
+  /** The supervisor-wide elicitation policy ('decline': none is advertised, so none should come). */
+  elicitation: ElicitationPolicy;
+  /** The embedder's answers to the agent's extension requests and notifications, by method (`_`-prefixed). */
+  extensions: ExtensionHandlers;
   events: EventHub<RuntimeEvents>;
   /** The supervisor's clock (a SimulatedClock in tests). */
   clock: Clock;
 }
 
-/** The capabilities advertised in `initialize`: only what is enabled. */
-export function clientCapabilities({ fs, terminal }: { fs: boolean; terminal: boolean }): ClientCapabilities {
-  return { fs: { readTextFile: fs, writeTextFile: fs }, terminal };
+/**
+ * An embedder's handler of an agent's extension method (`_`-prefixed): a request's answer is
+ * what it returns (a throw answers an internal error); a notification's return is ignored.
+ */
+export type ExtensionHandler = (params: unknown, context: { agent: string; notification: boolean }) => unknown;
+export type ExtensionHandlers = Record<string, ExtensionHandler>;
+
+/**
+ * The capabilities advertised in `initialize`: only what is served — fs and terminals as
+ * enabled, elicitation (form and url) unless the policy declines every one, and terminal
+ * logins when the embedder runs them.
+ */
+export function clientCapabilities({ fs, terminal }: { fs: boolean; terminal: boolean }, elicitation: ElicitationPolicy = 'decline', terminalLogin = false): ClientCapabilities {
+  return {
+    fs: { readTextFile: fs, writeTextFile: fs },
+    terminal,
+    ...(elicitation !== 'decline' ? { elicitation: { form: {}, url: {} } } : {}),
+    ...(terminalLogin ? { auth: { terminal: true } } : {}),
+  };
 }
 
 /** `protocol:warning` events are at most this often per connection; the ones in between are counted. */
@@ -82,6 +105,31 @@ export function createClientHandlers(agent: string, deps: ClientHandlerDependenc
     sessionUpdate: (notification) => deps.sessions.route(agent, notification),
     protocolWarning: protocolWarnings(agent, deps.events, deps.clock),
     requestPermission: async (params, signal) => deps.broker.request(agent, params, sessionFor(params.sessionId).resources.permissions, signal),
+    createElicitation: async (params, signal) => {
+      const sessionId = (params as { sessionId?: unknown }).sessionId;
+      // A session's elicitation follows the session's policy; a request-scoped one the supervisor's.
+      const policy = typeof sessionId === 'string' ? sessionFor(sessionId).resources.elicitation : deps.elicitation;
+      return (await deps.elicitations.request(agent, params, policy, signal)) as CreateElicitationResponse;
+    },
+    completeElicitation: (params) => deps.events.emit('elicitation:complete', { agent, elicitationId: params.elicitationId }),
+    extensionRequest: async (method, params) => {
+      const handler = Object.hasOwn(deps.extensions, method) ? deps.extensions[method] : undefined;
+      if (!handler) throw new AcpRequestFailure(acpErrorCodes.methodNotFound, `Method not found: ${method}`);
+      try {
+        return (await handler(params, { agent, notification: false })) ?? {};
+      } catch (error) {
+        throw new AcpRequestFailure(acpErrorCodes.internalError, error instanceof Error ? error.message : String(error));
+      }
+    },
+    extensionNotification: (method, params) => {
+      const handler = Object.hasOwn(deps.extensions, method) ? deps.extensions[method] : undefined;
+      if (!handler) return;
+      try {
+        void Promise.resolve(handler(params, { agent, notification: true })).catch((error: unknown) => process.emitWarning(`agentvisor: the ${method} extension handler failed: ${String(error)}`));
+      } catch (error) {
+        process.emitWarning(`agentvisor: the ${method} extension handler failed: ${String(error)}`);
+      }
+    },
   };
   if (deps.capabilities.fs) {
     handlers.readTextFile = (params) =>

@@ -4,10 +4,11 @@
  */
 import type { ClientConnection, InitializeResponse, McpServer, SessionUpdate } from '../core/acp-types.js';
 import { authRequired, failures, toError, type AgentError } from '../core/errors.js';
+import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
-import { acpMethods, isAuthRequired, toRequestError, validateNewSessionResponse } from '../services/acp-client.service.js';
+import { acpMethods, isAuthRequired, reopenMethod, toRequestError, validateNewSessionResponse, validateReopenAnswer, withModels } from '../services/acp-client.service.js';
 import type { Containment, ContainmentMechanism } from '../services/containment/containment.js';
 import { FsSandbox } from '../services/fs-sandbox.service.js';
 import { TerminalSet, type ProcessRecord } from '../services/terminal.service.js';
@@ -31,6 +32,7 @@ export interface SessionSettings {
   roots: string[];
   mcpServers: McpServer[];
   permissions: PermissionPolicy;
+  elicitation: ElicitationPolicy;
   stallTimeoutMs: number;
   onStall: StallPolicy;
   /** Subscribed before the request is sent, so it also sees updates replayed by session/load. */
@@ -43,7 +45,16 @@ export interface SessionSettings {
   workspace?: WorkspaceSpec;
   /** That workspace, once made: `cwd` is its path, and it is the session's until it is released. */
   lease?: WorkspaceLease;
+  /** `_meta` attached to session/new, load or resume. */
+  meta?: Record<string, unknown>;
+  /**
+   * How an earlier session is reopened: `'load'` replays its history (session/load, else
+   * session/resume when the agent can only resume); `'resume'` replays nothing
+   * (session/resume, else session/load when the agent can only load).
+   */
+  reopen?: 'load' | 'resume';
 }
+
 
 export class SessionOpener {
   constructor(
@@ -63,37 +74,53 @@ export class SessionOpener {
     },
   ) {}
 
-  /** `session/new` on the agent. */
+  /** `session/new` on the agent; the session's state comes from its answer. */
   async create(agent: ConnectedAgent, settings: SessionSettings, signal: AbortSignal | undefined): Promise<SessionRecord> {
+    let answer: ReturnType<typeof withModels>;
     let sessionId: string;
     try {
       const request = agent.connection.agent.request(acpMethods.agent.session.new, {
         cwd: settings.cwd,
         mcpServers: settings.mcpServers,
         ...(settings.roots.length > 0 && agent.agentCapabilities.sessionCapabilities?.additionalDirectories ? { additionalDirectories: settings.roots } : {}),
+        ...(settings.meta ? { _meta: settings.meta } : {}),
       });
-      sessionId = validateNewSessionResponse(await abortable(request, signal, agent.name)).sessionId;
+      const raw = await abortable(request, signal, agent.name);
+      const checked = validateNewSessionResponse(raw);
+      sessionId = checked.sessionId;
+      answer = withModels(checked, raw);
     } catch (error) {
       throw this.failure(agent, error, 'session/new');
     }
-    return this.open(agent, sessionId, settings);
+    const record = this.open(agent, sessionId, settings);
+    record.state.fromAnswer(answer);
+    return record;
   }
 
   /**
-   * `session/load` of an earlier session; `not_supported` unless the agent advertises
-   * loadSession. A session already open under that id is returned as it is.
+   * Reopens an earlier session: `session/load` (its history replayed) or `session/resume`
+   * (nothing replayed), as `settings.reopen` prefers and the agent can (`not_supported`
+   * when it can do neither). A session already open under that id is returned as it is.
    */
   async load(agent: ConnectedAgent, sessionId: string, settings: SessionSettings): Promise<SessionRecord> {
-    if (!agent.agentCapabilities.loadSession) throw toError(agent.name, failures.cannotLoadSessions(agent.displayName));
+    const method = reopenMethod(agent.agentCapabilities, settings.reopen ?? 'load');
+    if (!method) throw toError(agent.name, failures.cannotLoadSessions(agent.displayName));
     const existing = this.deps.sessions.get(agent.name, sessionId);
     if (existing && existing.status() !== 'stopped') return existing;
-    const record = this.open(agent, sessionId, settings, true);
+    const record = this.open(agent, sessionId, settings, method === acpMethods.agent.session.load);
     record.stored = settings.stored === true;
     try {
-      await agent.connection.agent.request(acpMethods.agent.session.load, { sessionId, cwd: settings.cwd, mcpServers: settings.mcpServers });
+      const answer = await agent.connection.agent.request(method, {
+        sessionId,
+        cwd: settings.cwd,
+        mcpServers: settings.mcpServers,
+        ...(settings.roots.length > 0 && agent.agentCapabilities.sessionCapabilities?.additionalDirectories ? { additionalDirectories: settings.roots } : {}),
+        ...(settings.meta ? { _meta: settings.meta } : {}),
+      });
+      record.state.fromAnswer(validateReopenAnswer(method, answer));
     } catch (error) {
       await this.deps.sessions.close(record);
-      throw this.failure(agent, error, 'session/load');
+      throw this.failure(agent, error, method);
     } finally {
       record.replaying = false;
     }
@@ -114,6 +141,7 @@ export class SessionOpener {
           recordProcess: (command, pid, contained) => this.deps.recordTerminal?.(agent.name, command, pid, contained) ?? null,
         }),
         permissions: settings.permissions,
+        elicitation: settings.elicitation,
         workspace: settings.lease ?? null,
       },
       settings.onUpdate,
@@ -131,3 +159,4 @@ export class SessionOpener {
     return failure;
   }
 }
+

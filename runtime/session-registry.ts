@@ -9,6 +9,7 @@ import type { ActorRefFrom } from 'xstate';
 import type { ContentBlock, McpServer, SessionNotification, SessionUpdate } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import type { AgentFailure, AuthMethodSummary } from '../core/errors.js';
+import type { ElicitationPolicy, ElicitationRequest } from '../core/elicitation.js';
 import type { PermissionPolicy, PermissionRequest } from '../core/permission-policy.js';
 import { sessionActorId, type agentMachine } from '../machines/agent.machine.js';
 import type { PtyActivityState } from '../machines/pty-activity.machine.js';
@@ -18,6 +19,7 @@ import type { SweepResult } from '../services/agent-records.service.js';
 import type { FsSandbox } from '../services/fs-sandbox.service.js';
 import type { TerminalSet } from '../services/terminal.service.js';
 import { EventHub } from '../util/event-hub.js';
+import { SessionState, stateUpdateKinds, type SessionStateFields } from './session-state.js';
 import type { WorkspaceEvents, WorkspaceLease } from './workspace-registry.js';
 
 export type SessionActorRef = ActorRefFrom<typeof sessionMachine>;
@@ -30,8 +32,16 @@ export interface RuntimeEvents extends WorkspaceEvents {
   /** The orphan sweep's outcome: what crashed supervisors left behind and was killed, or left alone. */
   'orphans:swept': SweepResult;
   'permission:request': PermissionRequest;
+  /** With the `'ask'` elicitation policy: answer with `respond(action, content?)`. */
+  'elicitation:request': ElicitationRequest;
+  /** A URL elicitation the agent saw completed (`elicitation/complete`). */
+  'elicitation:complete': { agent: string; elicitationId: string };
   'sandbox:violation': { agent: string; sessionId: string; operation: 'read' | 'write' | 'terminal'; path: string; message: string };
   'session:status': { agent: string; sessionId: string; status: SessionStatus };
+  /** A mode, model or config value the user set could not be set again after the agent reopened the session (docs/acp.md). */
+  'session:choice_dropped': { agent: string; sessionId: string; choice: string; kind: string; message: string };
+  /** A session's state changed (docs/acp.md): its modes, config options, commands, plan, usage, title or models. */
+  'session:state': { agent: string; sessionId: string } & SessionStateChange;
   'session:stall': { agent: string; sessionId: string; policy: StallPolicy; stallTimeoutMs: number };
   /**
    * A turn of a session: its prompt as it is sent (`prompt`), then how it ended (`stopReason`,
@@ -60,12 +70,21 @@ export interface RuntimeEvents extends WorkspaceEvents {
   'pty:activity': { agent: string; state: PtyActivityState; exitCode?: number | null; signal?: string | null };
 }
 
-/** Events of one session, as `session.on(...)` delivers them. */
-export interface SessionChannelEvents {
+/** One field of a session's state and its new value. */
+export type SessionStateChange = { [K in keyof SessionStateFields]: { field: K; value: SessionStateFields[K] } }[keyof SessionStateFields];
+
+/** Events of one session, as `session.on(...)` delivers them: each state field is an event of its own name. */
+export interface SessionChannelEvents extends SessionStateFields {
+  /**
+   * Every `session/update`. An update of a kind the installed ACP schema does not know (an
+   * unstable one such as `plan_removed`) comes too, as the agent sent it
+   * (an `UnknownSessionUpdate`): give a switch over `sessionUpdate` a default case.
+   */
   update: SessionUpdate;
   status: { status: SessionStatus };
   stall: { policy: StallPolicy; stallTimeoutMs: number };
   'permission:request': PermissionRequest;
+  'elicitation:request': ElicitationRequest;
 }
 
 export interface SessionResources {
@@ -75,6 +94,8 @@ export interface SessionResources {
   sandbox: FsSandbox;
   terminals: TerminalSet;
   permissions: PermissionPolicy;
+  /** How this session's elicitations are answered (the supervisor's policy unless the session set its own). */
+  elicitation: ElicitationPolicy;
   /** The session's own workspace (`newSession(agent, { workspace })`), cleaned up when it is released. */
   workspace: WorkspaceLease | null;
 }
@@ -98,6 +119,8 @@ const activityWindowMs = 50;
 /** One open session: its actor's address, resources and listeners. */
 export class SessionRecord {
   readonly channel = new EventHub<SessionChannelEvents>();
+  /** What the agent says of the session: modes, config options, commands, plan, usage, title. */
+  readonly state: SessionState;
   /** Resolves once the session stopped and its terminals are gone. */
   readonly released: Promise<void>;
   private markReleased!: () => void;
@@ -120,8 +143,13 @@ export class SessionRecord {
     readonly key: string,
     readonly resources: SessionResources,
     private readonly agentActor: () => AgentActorRef | undefined,
+    stateChanged: (change: SessionStateChange) => void = () => {},
   ) {
     this.released = new Promise((resolve) => (this.markReleased = resolve));
+    this.state = new SessionState((field, value) => {
+      (this.channel.emit as (type: string, event: unknown) => void)(field, value);
+      stateChanged({ field, value } as SessionStateChange);
+    });
   }
 
   /** The session actor while it runs (a child of the agent's actor). */
@@ -146,7 +174,9 @@ export class SessionRecord {
    * (it may fire up to one window late).
    */
   deliver(notification: SessionNotification): void {
-    this.channel.emit('update', notification.update);
+    const update = notification.update;
+    if (stateUpdateKinds.has(update.sessionUpdate)) this.state.apply(update);
+    this.channel.emit('update', update);
     if (this.stalled) return this.sendActivity(performance.now());
     if (this.trailingActivity) return; // the window's trailing event is already due
     const now = performance.now();
@@ -163,10 +193,12 @@ export class SessionRecord {
     this.actor()?.send({ type: 'activity' });
   }
 
-  /** The 'ask' policy's delivery; false when nobody listens on this session. */
-  ask(request: PermissionRequest): boolean {
-    if (this.channel.listenerCount('permission:request') === 0) return false;
-    this.channel.emit('permission:request', request);
+  /** The 'ask' policies' delivery; false when nobody listens on this session. */
+  ask(type: 'permission:request', request: PermissionRequest): boolean;
+  ask(type: 'elicitation:request', request: ElicitationRequest): boolean;
+  ask(type: 'permission:request' | 'elicitation:request', request: PermissionRequest | ElicitationRequest): boolean {
+    if (this.channel.listenerCount(type) === 0) return false;
+    (this.channel.emit as (type: string, event: unknown) => void)(type, request);
     return true;
   }
 
@@ -226,7 +258,9 @@ export class SessionRegistry {
     const { agent, sessionId } = input;
     const key = `${sessionId}#${++this.openings}`;
     this.deps.agentActor(agent)?.send({ type: 'session.open', session: { ...input, key } });
-    const record = new SessionRecord(agent, sessionId, key, resources, () => this.deps.agentActor(agent));
+    const record = new SessionRecord(agent, sessionId, key, resources, () => this.deps.agentActor(agent), (change) =>
+      this.deps.events.emit('session:state', { agent, sessionId, ...change }),
+    );
     this.live.add(record);
     record.replaying = replaying; // session/load: set before the early updates are delivered
     if (onUpdate) record.channel.on('update', onUpdate); // before the early updates are flushed

@@ -7,6 +7,7 @@
 import type { ContentBlock, RequestPermissionResponse, SessionUpdate } from '../core/acp-types.js';
 import type { AgentSpec } from '../core/agent-spec.js';
 import type { AgentFailure } from '../core/errors.js';
+import type { ElicitationAnswer, ElicitationRequestView } from '../core/elicitation.js';
 import type { PermissionRequest } from '../core/permission-policy.js';
 import type { StoredAgentSpec, TranscriptKind } from '../core/store.js';
 import type { StoreWriter } from './store-writer.js';
@@ -82,6 +83,16 @@ export class StoreJournal {
 
   permissionOutcome(agent: string, sessionId: string, requestId: string, response: RequestPermissionResponse): void {
     this.entry(agent, sessionId, 'permission_outcome', { requestId, outcome: response.outcome });
+  }
+
+  /** A session's elicitation: what the agent asked (never the answer's content: it may hold what the user typed, like a secret). */
+  elicitation(requestId: string, request: ElicitationRequestView & { sessionId: string }): void {
+    const { mode, message, requestedSchema, url, elicitationId, toolCallId } = request;
+    this.entry(request.agent, request.sessionId, 'elicitation', { requestId, mode, message, requestedSchema, url, elicitationId, toolCallId });
+  }
+
+  elicitationOutcome(agent: string, sessionId: string, requestId: string, answer: ElicitationAnswer): void {
+    this.entry(agent, sessionId, 'elicitation_outcome', { requestId, action: answer.action, ...(answer.action === 'accept' && answer.content ? { fields: Object.keys(answer.content) } : {}) });
   }
 
   private entry(agent: string, sessionId: string, kind: TranscriptKind, data: unknown): void {

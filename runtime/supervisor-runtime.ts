@@ -15,6 +15,7 @@ import { toFailurePatterns, type AgentSpec } from '../core/agent-spec.js';
 import { clockNow, type Clock } from '../core/clock.js';
 import { describeError, failures, toError, workspaceFailed, type AgentError } from '../core/errors.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
+import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { AgentTimings } from '../machines/agent-events.js';
 import { reportedFailure } from '../machines/agent-context.js';
@@ -27,12 +28,15 @@ import { AgentRecords, recordSpawned, type SweepResult } from '../services/agent
 import { servedCapabilities } from '../services/runtimes/runtimes.js';
 import type { Retention } from '../core/store.js';
 import { EventHub } from '../util/event-hub.js';
-import { clientCapabilities, createClientHandlers } from './acp-client-handlers.js';
+import { clientCapabilities, createClientHandlers, type ExtensionHandlers } from './acp-client-handlers.js';
+import { ElicitationBroker } from './elicitation-broker.js';
+import type { TerminalLogin } from './terminal-login.js';
 import { chooseContainment, type ContainmentChoice, type ContainmentPreference } from './containment-choice.js';
 import { LiveConnections } from './live-connections.js';
 import { PermissionBroker } from './permission-broker.js';
 import { PtyTerminals } from './pty-terminals.js';
 import { request, type RequestOptions } from './requests.js';
+import { SessionControls } from './session-controls.js';
 import { SessionOpener } from './session-opener.js';
 import { SessionRegistry, type RuntimeEvents, type SessionRecord } from './session-registry.js';
 import { openStore, type StorePreference } from './store-choice.js';
@@ -45,6 +49,8 @@ import { WorkspaceRegistry, type WorkspaceLease } from './workspace-registry.js'
 export interface SessionDefaults {
   permissions: PermissionPolicy;
   permissionTimeoutMs: number;
+  elicitation: ElicitationPolicy;
+  elicitationTimeoutMs: number;
   stallTimeoutMs: number;
   onStall: StallPolicy;
   capabilities: { fs: boolean; terminal: boolean };
@@ -69,6 +75,10 @@ export interface RuntimeSettings {
   retention: Retention;
   /** At most one `workspace:status` per workspace per this many ms (docs/workspaces.md). */
   workspaceStatusIntervalMs: number;
+  /** The embedder's answers to agents' extension methods (docs/acp.md). */
+  extensions: ExtensionHandlers;
+  /** Runs an agent's terminal login (ACP `auth.terminal`), when the embedder can. */
+  terminalLogin?: TerminalLogin;
   clock?: Clock;
   clockForTimers: Clock;
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
@@ -86,6 +96,7 @@ export class SupervisorRuntime {
   readonly sessions: SessionRegistry;
   readonly opener: SessionOpener;
   readonly broker: PermissionBroker;
+  readonly elicitations: ElicitationBroker;
   /** The containment in effect, and the stronger mechanisms refused on this host. */
   readonly containment: ContainmentChoice;
   private readonly specs = new Map<string, AgentSpec>();
@@ -104,6 +115,8 @@ export class SupervisorRuntime {
   private readonly streamJsonSessions = new Map<string, string>();
   /** The terminals of the pty agents (docs/pty.md). */
   readonly ptyTerminals: PtyTerminals;
+  /** Sessions' modes, config options and models (docs/acp.md). */
+  readonly controls: SessionControls;
 
   constructor(settings: RuntimeSettings) {
     this.now = () => clockNow(settings.clockForTimers);
@@ -140,22 +153,37 @@ export class SupervisorRuntime {
       claimWorkspace: (lease, agent, sessionId) => this.workspaces.claim(lease, { agent, sessionId }),
       refused: (agent, error, cause) => this.reportRefusal(agent, error, cause),
     });
-    this.broker = new PermissionBroker({
-      clock: settings.clockForTimers,
-      timeoutMs: settings.sessions.permissionTimeoutMs,
-      ask: (permission) => {
-        const heardBySession = this.sessions.get(permission.agent, permission.sessionId)?.ask(permission) ?? false;
-        const heardBySupervisor = this.events.listenerCount('permission:request') > 0;
-        if (heardBySupervisor) this.events.emit('permission:request', permission);
-        return heardBySession || heardBySupervisor;
-      },
-      pending: (agent, sessionId, requestId) => this.sessions.get(agent, sessionId)?.actor()?.send({ type: 'permission.requested', requestId }),
-      settled: (agent, sessionId, requestId) => {
+    this.controls = new SessionControls({
+      connectionOf: (agent) => this.connections.usable(agent),
+      displayName: (agent) => this.specs.get(agent)?.displayName ?? agent,
+    });
+    // A person is being asked (a permission, an elicitation): the session machine waits, it is not a stall.
+    const asking = {
+      pending: (agent: string, sessionId: string, requestId: string) => this.sessions.get(agent, sessionId)?.actor()?.send({ type: 'permission.requested', requestId }),
+      settled: (agent: string, sessionId: string, requestId: string) => {
         // A request answered because the connection closed is not the turn going on: the
         // agent is gone, and the session is about to fail (agent.lost clears the request).
         if (!this.connections.usable(agent)) return;
         this.sessions.get(agent, sessionId)?.actor()?.send({ type: 'permission.settled', requestId });
       },
+    };
+    this.elicitations = new ElicitationBroker({
+      clock: settings.clockForTimers,
+      timeoutMs: settings.sessions.elicitationTimeoutMs,
+      ask: (request) => this.deliverAsk('elicitation:request', request, request.sessionId),
+      ...asking,
+      journal: {
+        requested: (requestId, request) => this.journal.elicitation(requestId, request),
+        answered: (agent, sessionId, requestId, answer) => this.journal.elicitationOutcome(agent, sessionId, requestId, answer),
+      },
+      invalidAnswer: (request, issue) =>
+        this.events.emit('protocol:warning', { agent: request.agent, message: `The elicitation policy's answer does not fit the agent's schema (${issue}): answered cancel`, suppressed: 0 }),
+    });
+    this.broker = new PermissionBroker({
+      clock: settings.clockForTimers,
+      timeoutMs: settings.sessions.permissionTimeoutMs,
+      ask: (permission) => this.deliverAsk('permission:request', permission, permission.sessionId),
+      ...asking,
       journal: {
         requested: (requestId, request) => this.journal.permission(requestId, request),
         answered: (agent, sessionId, requestId, response) => this.journal.permissionOutcome(agent, sessionId, requestId, response),
@@ -169,7 +197,16 @@ export class SupervisorRuntime {
     }
     this.records = settings.stateDir === false ? null : new AgentRecords(settings.stateDir);
     if (settings.sweepOnStart) this.sweepOnStart();
-    const handlerDeps = { capabilities: settings.sessions.capabilities, sessions: this.sessions, broker: this.broker, events: this.events, clock: settings.clockForTimers };
+    const handlerDeps = {
+      capabilities: settings.sessions.capabilities,
+      sessions: this.sessions,
+      broker: this.broker,
+      elicitations: this.elicitations,
+      elicitation: settings.sessions.elicitation,
+      extensions: settings.extensions,
+      events: this.events,
+      clock: settings.clockForTimers,
+    };
     const agentProcess = createAgentProcessActor({
       getSpec: (agent) => this.spec(agent),
       connections: this.connections,
@@ -182,7 +219,10 @@ export class SupervisorRuntime {
       },
       acpOptions: (agent) => {
         const capabilities = servedCapabilities(this.specs.get(agent)?.runtime?.kind, settings.sessions.capabilities);
-        return { clientCapabilities: clientCapabilities(capabilities), handlers: createClientHandlers(agent, { ...handlerDeps, capabilities }) };
+        return {
+          clientCapabilities: clientCapabilities(capabilities, settings.sessions.elicitation, settings.terminalLogin !== undefined),
+          handlers: createClientHandlers(agent, { ...handlerDeps, capabilities }),
+        };
       },
       prepareWorkspace: (agent) => {
         const workspace = this.specs.get(agent)?.workspace;
@@ -203,7 +243,10 @@ export class SupervisorRuntime {
       actors: {
         promptTurn: createPromptTurnActor({
           connectionOf,
-          cancelPermissions: (agent, sessionId) => this.broker.cancelSession(agent, sessionId),
+          cancelPermissions: (agent, sessionId) => {
+            this.broker.cancelSession(agent, sessionId);
+            this.elicitations.cancelSession(agent, sessionId);
+          },
           onTurn: (agent, sessionId, turn) => {
             if ('prompt' in turn) this.journal.prompt(agent, sessionId, turn.prompt);
             else this.journal.promptResult(agent, sessionId, turn);
@@ -213,9 +256,17 @@ export class SupervisorRuntime {
         }),
         loadSession: createLoadSessionActor({
           connectionOf,
+          capabilitiesOf: (agent) => this.connections.get(agent)?.initialize.agentCapabilities ?? {},
           sessionParams: (agent, sessionId) => {
             const resources = this.sessions.get(agent, sessionId)?.resources;
-            return resources && { cwd: resources.cwd, mcpServers: resources.mcpServers };
+            const additionalDirectories = this.connections.get(agent)?.initialize.agentCapabilities?.sessionCapabilities?.additionalDirectories;
+            return resources && { cwd: resources.cwd, mcpServers: resources.mcpServers, ...(additionalDirectories && resources.roots.length > 0 ? { additionalDirectories: resources.roots } : {}) };
+          },
+          reopened: async (agent, sessionId, answer) => {
+            const record = this.sessions.get(agent, sessionId);
+            if (!record) return;
+            record.state.fromAnswer(answer);
+            await this.reapplyChoices(record);
           },
           replaying: (agent, sessionId, replaying) => {
             const record = this.sessions.get(agent, sessionId);
@@ -441,6 +492,25 @@ export class SupervisorRuntime {
     this.journal.sessionOpened(record.agent, record.id, record.resources.cwd);
     record.channel.on('update', (update) => this.journal.update(record, update));
     record.channel.on('status', ({ status }) => this.journal.sessionStatus(record.agent, record.id, status));
+  }
+
+  /** An `'ask'` policy's request, to its session's listeners and the supervisor's; false when nobody listens. */
+  private deliverAsk<K extends 'permission:request' | 'elicitation:request'>(type: K, request: RuntimeEvents[K], sessionId: string | null): boolean {
+    const record = sessionId === null ? undefined : this.sessions.get(request.agent, sessionId);
+    const heardBySession = record ? (record.ask as (type: K, request: RuntimeEvents[K]) => boolean)(type, request) : false;
+    const heardBySupervisor = this.events.listenerCount(type) > 0;
+    if (heardBySupervisor) this.events.emit(type, request);
+    return heardBySession || heardBySupervisor;
+  }
+
+  /**
+   * After the agent reopened a session with other modes or models than its user chose, sets
+   * them again; what it no longer offers or refuses is reported (`session:choice_dropped`).
+   */
+  private async reapplyChoices(record: SessionRecord): Promise<void> {
+    for (const { what, error } of await this.controls.reapply(record)) {
+      this.events.emit('session:choice_dropped', { agent: record.agent, sessionId: record.id, choice: what, kind: error.kind, message: error.message });
+    }
   }
 
   private closeOnAgent(agent: string, sessionId: string): void {

@@ -18,9 +18,17 @@ import type {
   ClientConnection,
   CreateTerminalRequest,
   CreateTerminalResponse,
+  CompleteElicitationNotification,
+  ContentBlock,
+  CreateElicitationRequest,
+  CreateElicitationResponse,
   InitializeResponse,
   KillTerminalRequest,
+  ListSessionsResponse,
+  LoadSessionResponse,
   NewSessionResponse,
+  ResumeSessionResponse,
+  SetSessionConfigOptionResponse,
   PromptResponse,
   ReadTextFileRequest,
   ReadTextFileResponse,
@@ -54,8 +62,14 @@ const sdkEntry = createRequire(import.meta.url).resolve('@agentclientprotocol/sd
 const acpSchemas = (await import(pathToFileURL(join(dirname(sdkEntry), '..', 'schema', 'zod.gen.js')).href)) as {
   zInitializeResponse: Schema<InitializeResponse>;
   zNewSessionResponse: Schema<NewSessionResponse>;
+  zLoadSessionResponse: Schema<LoadSessionResponse>;
+  zResumeSessionResponse: Schema<ResumeSessionResponse>;
+  zListSessionsResponse: Schema<ListSessionsResponse>;
+  zSetSessionConfigOptionResponse: Schema<SetSessionConfigOptionResponse>;
   zPromptResponse: Schema<PromptResponse>;
   zSessionNotification: Schema<SessionNotification>;
+  zContentBlock: Schema<ContentBlock>;
+  zCreateElicitationRequest: Schema<CreateElicitationRequest>;
 };
 
 /** What an agent sent that breaks the protocol: answered (or dropped) and reported, never delivered. */
@@ -103,6 +117,82 @@ export function validateNewSessionResponse(value: unknown): NewSessionResponse {
   return validated(acpSchemas.zNewSessionResponse, value, 'The session/new answer');
 }
 
+/** The agent's `session/load` answer (its state fields), checked against ACP's schema; an empty answer is `{}`. */
+export function validateLoadSessionResponse(value: unknown): LoadSessionResponse {
+  return validated(acpSchemas.zLoadSessionResponse, value ?? {}, 'The session/load answer');
+}
+
+/** The agent's `session/resume` answer, checked against ACP's schema. */
+export function validateResumeSessionResponse(value: unknown): ResumeSessionResponse {
+  return validated(acpSchemas.zResumeSessionResponse, value ?? {}, 'The session/resume answer');
+}
+
+/** The agent's `session/list` answer, checked against ACP's schema. */
+export function validateListSessionsResponse(value: unknown): ListSessionsResponse {
+  return validated(acpSchemas.zListSessionsResponse, value, 'The session/list answer');
+}
+
+/** The agent's `session/set_config_option` answer; a malformed one is the agent's `protocol_error` for `agent`. */
+export function validateSetConfigOptionResponse(value: unknown, agent: string): SetSessionConfigOptionResponse {
+  try {
+    return validated(acpSchemas.zSetSessionConfigOptionResponse, value, 'The session/set_config_option answer');
+  } catch (error) {
+    throw agentFailure('protocol_error', agent, (error as Error).message, error);
+  }
+}
+
+/** A content block checked against ACP's schema: the first issue, or null when it is well formed. */
+export function contentBlockIssue(value: unknown): string | null {
+  const result = acpSchemas.zContentBlock.safeParse(value);
+  return result.success ? null : describeIssues(result);
+}
+
+/** The agent's `elicitation/create` params, checked against ACP's schema. */
+export function validateElicitationRequest(value: unknown): CreateElicitationRequest {
+  return validated(acpSchemas.zCreateElicitationRequest, value, 'The elicitation/create request');
+}
+
+/** The installed ACP JSON schema (the stable one): its `$defs` name every method's params and every update kind. */
+export const acpJsonSchema = createRequire(import.meta.url)('@agentclientprotocol/sdk/schema/v1/schema.json') as {
+  $defs: Record<string, { oneOf?: Array<{ properties?: Record<string, { const?: unknown }> }> }>;
+};
+
+/** The `sessionUpdate` kinds the installed schema knows; an update of any other kind is passed on as it came. */
+export const knownUpdateKinds: ReadonlySet<string> = new Set(
+  (acpJsonSchema.$defs.SessionUpdate?.oneOf ?? []).map((variant) => variant.properties?.sessionUpdate?.const).filter((kind): kind is string => typeof kind === 'string'),
+);
+
+/** The fields of a session/new, load or resume answer that carry the session's state. */
+export interface SessionStateAnswer {
+  modes?: NewSessionResponse['modes'];
+  configOptions?: NewSessionResponse['configOptions'];
+  /** The unstable `models` field (gemini-cli), as the agent sent it: the schema does not know it. */
+  models?: unknown;
+}
+
+/** The state fields of a checked answer, with the unstable `models` of the raw one (the schema drops it). */
+export function withModels(checked: SessionStateAnswer, raw: unknown): SessionStateAnswer {
+  const state: SessionStateAnswer = {};
+  if (checked.modes !== undefined) state.modes = checked.modes;
+  if (checked.configOptions !== undefined) state.configOptions = checked.configOptions;
+  if (raw && typeof raw === 'object' && 'models' in raw) state.models = (raw as { models: unknown }).models;
+  return state;
+}
+
+/** Which request reopens an earlier session on an agent with these capabilities, by preference; null when it can do neither. */
+export function reopenMethod(capabilities: NonNullable<InitializeResponse['agentCapabilities']>, prefer: 'load' | 'resume'): 'session/load' | 'session/resume' | null {
+  const canLoad = capabilities.loadSession === true;
+  const canResume = capabilities.sessionCapabilities?.resume != null;
+  if (prefer === 'resume' && canResume) return methods.agent.session.resume;
+  if (canLoad) return methods.agent.session.load;
+  return canResume ? methods.agent.session.resume : null;
+}
+
+/** A session/load or session/resume answer checked against ACP's schema, as state. */
+export function validateReopenAnswer(method: 'session/load' | 'session/resume', answer: unknown): SessionStateAnswer {
+  return withModels(method === 'session/load' ? validateLoadSessionResponse(answer) : validateResumeSessionResponse(answer), answer);
+}
+
 /** The agent's `session/prompt` answer, checked against ACP's schema (a known stop reason). */
 export function validatePromptResponse(value: unknown): PromptResponse {
   return validated(acpSchemas.zPromptResponse, value, 'The session/prompt answer');
@@ -141,6 +231,14 @@ export interface AcpClientHandlers {
   waitForTerminalExit?(params: WaitForTerminalExitRequest, signal: AbortSignal): Promise<WaitForTerminalExitResponse>;
   killTerminal?(params: KillTerminalRequest): Promise<void>;
   releaseTerminal?(params: ReleaseTerminalRequest): Promise<void>;
+  /** `elicitation/create`, its params already checked against ACP's schema. */
+  createElicitation?(params: CreateElicitationRequest, signal: AbortSignal): Promise<CreateElicitationResponse>;
+  /** `elicitation/complete`: a URL elicitation the agent saw completed. */
+  completeElicitation?(params: CompleteElicitationNotification): void;
+  /** A request whose method starts with `_` (an extension); any other unknown method is answered "method not found". */
+  extensionRequest?(method: string, params: unknown, signal: AbortSignal): Promise<unknown>;
+  /** A notification whose method starts with `_`. */
+  extensionNotification?(method: string, params: unknown): void;
 }
 
 /** A failure to answer the agent with, as a JSON-RPC error. */
@@ -156,6 +254,7 @@ export class AcpRequestFailure extends Error {
 
 /** JSON-RPC codes agentvisor answers with. */
 export const acpErrorCodes = {
+  methodNotFound: -32601,
   invalidParams: -32602,
   internalError: -32603,
   authRequired: -32000,
@@ -301,7 +400,7 @@ function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
     }
   };
   // session/update is not registered here: guardStream delivers it (see there).
-  const { requestPermission, readTextFile, writeTextFile, createTerminal, terminalOutput, waitForTerminalExit, killTerminal, releaseTerminal } = handlers;
+  const { requestPermission, readTextFile, writeTextFile, createTerminal, terminalOutput, waitForTerminalExit, killTerminal, releaseTerminal, createElicitation, completeElicitation, extensionRequest, extensionNotification } = handlers;
   if (requestPermission) app.onRequest(methods.client.session.requestPermission, ({ params, signal }) => answer(() => requestPermission(params, signal)));
   if (readTextFile) app.onRequest(methods.client.fs.readTextFile, ({ params }) => answer(() => readTextFile(params)));
   if (writeTextFile) app.onRequest(methods.client.fs.writeTextFile, ({ params }) => answer(() => writeTextFile(params)));
@@ -310,6 +409,28 @@ function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
   if (waitForTerminalExit) app.onRequest(methods.client.terminal.waitForExit, ({ params, signal }) => answer(() => waitForTerminalExit(params, signal)));
   if (killTerminal) app.onRequest(methods.client.terminal.kill, ({ params }) => answer(() => killTerminal(params)));
   if (releaseTerminal) app.onRequest(methods.client.terminal.release, ({ params }) => answer(() => releaseTerminal(params)));
+  if (createElicitation) {
+    // Raw params, checked here: the SDK's own parse would answer a malformed request with a bare "invalid params".
+    app.onRequest(methods.client.elicitation.create, (value) => value, ({ params, signal }) =>
+      answer(async () => {
+        let request: CreateElicitationRequest;
+        try {
+          request = validateElicitationRequest(params);
+        } catch (error) {
+          throw new AcpRequestFailure(acpErrorCodes.invalidParams, (error as Error).message);
+        }
+        return createElicitation(request, signal);
+      }),
+    );
+  }
+  if (completeElicitation) app.onNotification(methods.client.elicitation.complete, ({ params }) => completeElicitation(params));
+  app.onRequest('*', ({ method, params, signal }) => {
+    if (!method.startsWith('_') || !extensionRequest) throw RequestError.methodNotFound(method);
+    return answer(() => extensionRequest(method, params, signal));
+  });
+  app.onNotification('*', ({ method, params }) => {
+    if (method.startsWith('_')) extensionNotification?.(method, params);
+  });
 }
 
 /**
@@ -319,11 +440,37 @@ function registerHandlers(app: ClientApp, handlers: AcpClientHandlers): void {
  */
 export function parseSessionNotification(params: unknown): SessionNotification | ProtocolViolation {
   if (params !== null && typeof params === 'object' && isPlainTextChunkNotification(params as Record<string, unknown>)) return params as SessionNotification;
+  const wrongList = wronglyTypedList(params);
+  if (wrongList) return new ProtocolViolation(`A session/update is malformed: update.${wrongList} is not a list`);
   try {
     return validated(acpSchemas.zSessionNotification, params, 'A session/update');
   } catch (error) {
-    return error as ProtocolViolation;
+    return isUnknownKindNotification(params) ? (params as SessionNotification) : (error as ProtocolViolation);
   }
+}
+
+/** The list each state update carries: ACP's schema reads a non-list there as an empty one, which would wipe the session's state. */
+const listFieldOfKind: Record<string, string> = { plan: 'entries', config_option_update: 'configOptions', available_commands_update: 'availableCommands' };
+
+/** The list field of a state update that holds something other than a list, if any. */
+function wronglyTypedList(params: unknown): string | null {
+  const update = (params as { update?: Record<string, unknown> | null } | null)?.update;
+  if (!update || typeof update !== 'object') return null;
+  const field = listFieldOfKind[update.sessionUpdate as string];
+  return field !== undefined && !Array.isArray(update[field]) ? field : null;
+}
+
+/**
+ * A session's update of a kind this schema does not know (an unstable one such as
+ * `plan_removed`): not a violation, it is delivered as the agent sent it. A known kind that
+ * is malformed still is one.
+ */
+function isUnknownKindNotification(params: unknown): boolean {
+  const notification = params as { sessionId?: unknown; update?: { sessionUpdate?: unknown } | null } | null;
+  if (!notification || typeof notification !== 'object' || typeof notification.sessionId !== 'string') return false;
+  const update = notification.update;
+  if (!update || typeof update !== 'object' || Array.isArray(update)) return false;
+  return typeof update.sessionUpdate === 'string' && update.sessionUpdate !== '' && !knownUpdateKinds.has(update.sessionUpdate);
 }
 
 /** True when `error` is the agent's "authentication required" answer. */

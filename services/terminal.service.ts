@@ -347,8 +347,13 @@ async function bounded<T>(promise: Promise<T>, ms: number, what: string, clock: 
 }
 
 /** The terminals of one session. */
+/** How many released terminals' last output a session keeps, for the tool calls that show them. */
+const keptReleasedOutputs = 8;
+
 export class TerminalSet {
   private readonly terminals = new Map<string, Terminal>();
+  /** The output of the last few released terminals, as it was at release, oldest first. */
+  private readonly releasedOutputs = new Map<string, ReturnType<Terminal['output']>>();
   /** Creates admitted and still under way: they count against the limit. */
   private starting = 0;
   private closed = false;
@@ -432,6 +437,16 @@ export class TerminalSet {
     return this.get(id).output();
   }
 
+  /**
+   * What a terminal shows: a live one's output now, or a released one's as it was when it
+   * was released (the last {@link keptReleasedOutputs} of the session are kept, so a tool
+   * call's terminal content can still be shown). {@link UnknownTerminal} otherwise.
+   */
+  lastOutput(id: string): ReturnType<Terminal['output']> {
+    const kept = this.releasedOutputs.get(id);
+    return kept ?? this.get(id).output();
+  }
+
   /** Resolves when the command exits, however long that takes (never timed out). */
   waitForExit(id: string): Promise<TerminalExit> {
     return this.get(id).exited;
@@ -446,7 +461,16 @@ export class TerminalSet {
   async release(id: string): Promise<void> {
     const terminal = this.get(id);
     this.terminals.delete(id);
+    this.keepReleasedOutput(id, terminal.output()); // what it showed: release kills what still runs
     await terminal.release(this.requestTimeoutMs);
+  }
+
+  private keepReleasedOutput(id: string, output: ReturnType<Terminal['output']>): void {
+    this.releasedOutputs.set(id, output);
+    for (const oldest of this.releasedOutputs.keys()) {
+      if (this.releasedOutputs.size <= keptReleasedOutputs) break;
+      this.releasedOutputs.delete(oldest);
+    }
   }
 
   /** Kills every terminal, waits for them to be gone, and refuses new ones (session close, shutdown). */

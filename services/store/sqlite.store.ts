@@ -727,7 +727,7 @@ function packedLine(at: number, kind: string, json: string): string {
 }
 
 const kindJsons = new Map<string, string>(
-  (['update', 'prompt', 'prompt_result', 'permission', 'permission_outcome'] satisfies TranscriptKind[]).map((kind) => [kind, JSON.stringify(kind)]),
+  (['update', 'prompt', 'prompt_result', 'permission', 'permission_outcome', 'elicitation', 'elicitation_outcome'] satisfies TranscriptKind[]).map((kind) => [kind, JSON.stringify(kind)]),
 );
 
 /** The bytes a kind's JSON has beyond its characters: 0 for the kinds of core/store.ts. */

@@ -82,7 +82,7 @@ describe('tables', () => {
 
   it("of agents: pm2's columns, with - where there is nothing", () => {
     const now = 1_000_000;
-    const base = { displayName: 'X', attempt: 0, containment: null, restarts: 0, sessions: 0 };
+    const base = { displayName: 'X', attempt: 0, containment: null, agentInfo: null, agentCapabilities: null, authMethods: null, restarts: 0, sessions: 0 };
     const agents: AgentRow[] = [
       { ...base, name: 'echo', status: 'connected', state: 'connected.stable', pid: 4242, connectedAt: now - 90_000, restarts: 2, sessions: 1, lastError: null },
       { ...base, name: 'codex', status: 'idle', state: 'idle', pid: null, connectedAt: null, lastError: { kind: 'not_installed', message: "Could not start Codex. Check that it's installed.", stderr: [] } },

@@ -16,7 +16,9 @@ describe('public types', () => {
       supervisor.on('agent:status', ({ status }) => expectTypeOf(status).toBeString());
     };
     expect(listen).toBeTypeOf('function');
-    expectTypeOf<keyof SessionEvents>().toEqualTypeOf<'update' | 'status' | 'stall' | 'permission:request'>();
+    expectTypeOf<keyof SessionEvents>().toEqualTypeOf<
+      'update' | 'status' | 'stall' | 'permission:request' | 'elicitation:request' | 'modes' | 'configOptions' | 'commands' | 'plan' | 'usage' | 'title' | 'models'
+    >();
   });
 
   it('AgentError carries the not_installed fields as typed properties', () => {

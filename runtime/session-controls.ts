@@ -1,0 +1,162 @@
+/**
+ * A session's controls: `session/set_mode`, `session/set_config_option` and the unstable
+ * `session/set_model`. Each is checked against what the agent advertised for the session
+ * before anything is sent (`unsupported`, `invalid_options`), resolves once the agent has
+ * answered and the state shows it, and leaves the state as it was when the agent refuses.
+ * The choices are kept and re-applied when the agent reopens the session with others.
+ */
+import type { ClientConnection, SessionConfigOption } from '../core/acp-types.js';
+import { failures, invalidOptions, toError, type AgentError } from '../core/errors.js';
+import { acpMethods, toRequestError, validateSetConfigOptionResponse } from '../services/acp-client.service.js';
+import type { SessionRecord } from './session-registry.js';
+import { selectValues } from './session-state.js';
+
+/** The unstable request gemini-cli answers (the stable schema has the `model` config option instead). */
+export const setModelMethod = 'session/set_model';
+
+export interface SessionControlDependencies {
+  /** The agent's usable connection, if it has one. */
+  connectionOf(agent: string): ClientConnection | undefined;
+  displayName(agent: string): string;
+}
+
+/** What a control request carries besides its own fields. */
+export interface ControlOptions {
+  /** Attached to the request as `_meta`. */
+  meta?: Record<string, unknown>;
+}
+
+export class SessionControls {
+  constructor(private readonly deps: SessionControlDependencies) {}
+
+  /**
+   * `session/set_mode` when the agent gave the session modes, else `session/set_config_option`
+   * on its option of category `mode`; `unsupported` when it has neither.
+   */
+  async setMode(record: SessionRecord, modeId: string, options: ControlOptions = {}): Promise<void> {
+    if (typeof modeId !== 'string' || modeId === '') throw invalidOptions('A mode id must be a non-empty string', record.agent);
+    const modes = record.state.get('modes');
+    if (!modes) {
+      const option = this.optionOfCategory(record, 'mode');
+      if (!option) throw this.unsupported(record, 'modes for this session');
+      return this.setConfigOption(record, option.id, modeId, options);
+    }
+    if (modes.availableModes.length > 0 && !modes.availableModes.some((mode) => mode.id === modeId)) {
+      throw invalidOptions(`Unknown mode "${modeId}": ${this.deps.displayName(record.agent)} offers ${modes.availableModes.map((mode) => mode.id).join(', ')}`, record.agent);
+    }
+    const connection = this.usableConnection(record);
+    await this.send(record, connection, acpMethods.agent.session.setMode, { sessionId: record.id, modeId, ...meta(options) });
+    // Some agents announce the change only in text (gemini-cli): the answer itself says it took.
+    record.state.setCurrentMode(modeId);
+    record.state.choices.modeId = modeId;
+  }
+
+  /** `session/set_config_option`: the value must be one of a select option's values, or a boolean for a boolean option. */
+  async setConfigOption(record: SessionRecord, configId: string, value: string | boolean, options: ControlOptions = {}): Promise<void> {
+    if (typeof configId !== 'string' || configId === '') throw invalidOptions('A config option id must be a non-empty string', record.agent);
+    const configOptions = record.state.get('configOptions');
+    if (configOptions.length === 0) throw this.unsupported(record, 'config options for this session');
+    const option = configOptions.find((candidate) => candidate.id === configId);
+    if (!option) throw invalidOptions(`Unknown config option "${configId}": ${this.deps.displayName(record.agent)} offers ${configOptions.map((candidate) => candidate.id).join(', ')}`, record.agent);
+    checkValue(record.agent, option, value);
+    const connection = this.usableConnection(record);
+    const params = option.type === 'boolean' ? { sessionId: record.id, configId, type: 'boolean' as const, value: value as boolean } : { sessionId: record.id, configId, value: value as string };
+    const answer = validateSetConfigOptionResponse(await this.send(record, connection, acpMethods.agent.session.setConfigOption, { ...params, ...meta(options) }), record.agent);
+    record.state.setConfigOptions(answer.configOptions);
+    if (option.category === 'mode') record.state.choices.modeId = value as string;
+    else record.state.choices.config[configId] = value;
+  }
+
+  /**
+   * The session's model: the config option of category `model` where the agent offers one,
+   * else the unstable `session/set_model` where it answered with `models`; `unsupported` otherwise.
+   */
+  async setModel(record: SessionRecord, modelId: string, options: ControlOptions = {}): Promise<void> {
+    if (typeof modelId !== 'string' || modelId === '') throw invalidOptions('A model id must be a non-empty string', record.agent);
+    const option = this.optionOfCategory(record, 'model');
+    if (option) return this.setConfigOption(record, option.id, modelId, options);
+    const models = record.state.get('models');
+    if (!models) throw this.unsupported(record, 'choosing a model for this session');
+    if (!models.availableModels.some((model) => model.modelId === modelId)) {
+      throw invalidOptions(`Unknown model "${modelId}": ${this.deps.displayName(record.agent)} offers ${models.availableModels.map((model) => model.modelId).join(', ')}`, record.agent);
+    }
+    const connection = this.usableConnection(record);
+    await this.send(record, connection, setModelMethod, { sessionId: record.id, modelId, ...meta(options) });
+    record.state.setCurrentModel(modelId);
+    record.state.choices.modelId = modelId;
+  }
+
+  /**
+   * After the agent reopened the session (a restart, resume): sets again what the user chose
+   * and the agent now reports otherwise. A choice the agent no longer offers or refuses is
+   * dropped, and said in the result; the session stays usable.
+   */
+  async reapply(record: SessionRecord): Promise<Array<{ what: string; error: AgentError }>> {
+    const { modeId, modelId, config } = record.state.choices;
+    const dropped: Array<{ what: string; error: AgentError }> = [];
+    const attempt = async (what: string, differs: boolean, set: () => Promise<void>) => {
+      if (!differs) return;
+      try {
+        await set();
+      } catch (error) {
+        dropped.push({ what, error: error as AgentError });
+      }
+    };
+    if (modeId !== undefined) await attempt(`mode ${modeId}`, this.currentMode(record) !== modeId, () => this.setMode(record, modeId));
+    for (const [configId, value] of Object.entries(config)) {
+      const current = record.state.get('configOptions').find((option) => option.id === configId)?.currentValue;
+      await attempt(`config option ${configId}`, current !== value, () => this.setConfigOption(record, configId, value));
+    }
+    if (modelId !== undefined) await attempt(`model ${modelId}`, record.state.get('models')?.currentModelId !== modelId, () => this.setModel(record, modelId));
+    return dropped;
+  }
+
+  private currentMode(record: SessionRecord): string | undefined {
+    const modes = record.state.get('modes');
+    if (modes) return modes.currentModeId;
+    const value = this.optionOfCategory(record, 'mode')?.currentValue;
+    return typeof value === 'string' ? value : undefined;
+  }
+
+  private optionOfCategory(record: SessionRecord, category: 'mode' | 'model'): SessionConfigOption | undefined {
+    return record.state.get('configOptions').find((option) => option.category === category && option.type === 'select');
+  }
+
+  /** The agent's connection, for a session that can take a request now; else why not. */
+  private usableConnection(record: SessionRecord): ClientConnection {
+    const status = record.status();
+    if (status === 'stopped') throw toError(record.agent, failures.sessionClosed(record.id));
+    if (status === 'failed') throw toError(record.agent, failures.sessionFailed(record.id));
+    const connection = this.deps.connectionOf(record.agent);
+    if (!connection) throw toError(record.agent, failures.notConnected(record.agent));
+    return connection;
+  }
+
+  private async send(record: SessionRecord, connection: ClientConnection, method: string, params: Record<string, unknown>): Promise<unknown> {
+    try {
+      return await connection.agent.request(method, params);
+    } catch (error) {
+      throw toRequestError(record.agent, connection, error, method);
+    }
+  }
+
+  private unsupported(record: SessionRecord, what: string): AgentError {
+    return toError(record.agent, failures.unsupported(this.deps.displayName(record.agent), what));
+  }
+}
+
+/** `_meta` for a request, when given. */
+export function meta(options: { meta?: Record<string, unknown> | undefined }): { _meta?: Record<string, unknown> } {
+  return options.meta === undefined ? {} : { _meta: options.meta };
+}
+
+function checkValue(agent: string, option: SessionConfigOption, value: unknown): void {
+  if (option.type === 'boolean') {
+    if (typeof value !== 'boolean') throw invalidOptions(`Config option "${option.id}" takes true or false, not ${JSON.stringify(value)}`, agent);
+    return;
+  }
+  const values = selectValues(option);
+  if (typeof value !== 'string' || !values.includes(value)) {
+    throw invalidOptions(`Config option "${option.id}" takes one of ${values.join(', ')}, not ${JSON.stringify(value)}`, agent);
+  }
+}
