@@ -119,6 +119,11 @@ export class Session implements AsyncIterable<SessionUpdate> {
     return this.record.state.get('models');
   }
 
+  /** The `_meta` the agent's session/new answer carried (agents put their own details there), or null. */
+  get meta(): Record<string, unknown> | null {
+    return this.record.answerMeta;
+  }
+
   /** Every state field at once, copied (for printing, storing or sending on). */
   get state(): SessionStateFields {
     return this.record.state.snapshot();

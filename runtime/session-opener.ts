@@ -77,6 +77,7 @@ export class SessionOpener {
   /** `session/new` on the agent; the session's state comes from its answer. */
   async create(agent: ConnectedAgent, settings: SessionSettings, signal: AbortSignal | undefined): Promise<SessionRecord> {
     let answer: ReturnType<typeof withModels>;
+    let meta: Record<string, unknown> | null = null;
     let sessionId: string;
     try {
       const request = agent.connection.agent.request(acpMethods.agent.session.new, {
@@ -89,11 +90,13 @@ export class SessionOpener {
       const checked = validateNewSessionResponse(raw);
       sessionId = checked.sessionId;
       answer = withModels(checked, raw);
+      meta = checked._meta ?? null;
     } catch (error) {
       throw this.failure(agent, error, 'session/new');
     }
     const record = this.open(agent, sessionId, settings);
     record.state.fromAnswer(answer);
+    record.answerMeta = meta;
     return record;
   }
 

@@ -135,6 +135,8 @@ export class SessionRecord {
   replaying = false;
   /** True when the store already holds this session's transcript (a replay is not kept twice). */
   stored = false;
+  /** The `_meta` of the agent's latest session/new, load or resume answer, if it carried one. */
+  answerMeta: Record<string, unknown> | null = null;
 
   constructor(
     readonly agent: string,
