@@ -104,7 +104,7 @@ const merge = (spec, extra) => ({
 });
 
 export default defineConfig(
-  { ignores: ['dist/', 'build/', 'visualizations/', 'coverage/', 'bench/results/'] },
+  { ignores: ['dist/', 'build/', 'visualizations/', 'coverage/', 'bench/results/', '.real-agents/'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {

@@ -49,7 +49,7 @@ const stallPolicySchema = z.enum(['none', 'cancel', 'restart']);
 const elicitationPolicySchema = z.union([z.enum(['decline', 'ask']), z.custom<Extract<ElicitationPolicy, (...args: never[]) => unknown>>(isFunction, "must be 'decline', 'ask' or a function")]);
 const metaSchema = z.record(z.string(), z.unknown());
 const extensionsSchema = z
-  .record(z.string().regex(/^_/, 'an extension method starts with _'), z.custom<ExtensionHandler>(isFunction, 'must be a function'))
+  .record(z.string().regex(/^_./, 'an extension method starts with _'), z.custom<ExtensionHandler>(isFunction, 'must be a function'))
   .optional();
 const retentionRuleSchema = z.strictObject({ maxCount: z.number().int().min(0).optional(), maxAgeMs: z.number().min(0).optional(), maxBytes: z.number().int().min(0).optional() });
 const hasMethods = (value: unknown, methods: readonly string[]) => typeof value === 'object' && value !== null && methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
@@ -193,7 +193,8 @@ export const sessionOptionsSchema = z.strictObject({
   signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, 'must be an AbortSignal').optional(),
   /**
    * `newSession` only: resume the latest stored session of this agent in this cwd
-   * (`session/load`) instead of starting a new one; a new one only when none is stored.
+   * (`session/resume`, else `session/load`) instead of starting a new one; a new one only
+   * when none is stored.
    * `not_supported` when the agent cannot load sessions: never a silent fresh session.
    */
   resume: z.boolean().optional(),

@@ -3,6 +3,7 @@
  * (a child actor of the agent's actor), which answers every prompt and resume; this class
  * sends those requests and awaits the answers, and delivers the session's events.
  */
+import { resolve } from 'node:path';
 import type {
   AvailableCommand,
   ContentBlock,
@@ -166,7 +167,7 @@ export class Session implements AsyncIterable<SessionUpdate> {
   }
 
   /**
-   * A file as the prompt content block that suits this session's agent: an image or audio
+   * A file (a relative path is the session's cwd's) as the prompt content block that suits this session's agent: an image or audio
    * block, a text file embedded as a `resource` (or a `resource_link` when the agent takes no
    * embedded context). Rejects `too_large` past `maxBytes` (default 10 MiB) and `unsupported`
    * for an image or audio file the agent does not take.
@@ -175,7 +176,8 @@ export class Session implements AsyncIterable<SessionUpdate> {
    * await session.prompt([{ type: 'text', text: 'What is wrong in this screenshot?' }, await session.fileBlock('shot.png')]);
    */
   fileBlock(path: string, options: { maxBytes?: number } = {}): Promise<ContentBlock> {
-    return contentBlockFromFile(this.agent, this.host.displayName(this.agent), path, this.host.promptCapabilities(this.agent), options?.maxBytes);
+    const absolute = typeof path === 'string' && path !== '' ? resolve(this.cwd, path) : path;
+    return contentBlockFromFile(this.agent, this.host.displayName(this.agent), absolute, this.host.promptCapabilities(this.agent), options?.maxBytes);
   }
 
   /**

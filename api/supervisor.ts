@@ -310,9 +310,10 @@ export class Supervisor {
 
   /**
    * Resumes a stored session, also one of an earlier run of the host: starts its agent if
-   * needed and loads the session (`session/load`) in its stored cwd. What the agent replays
-   * is not stored twice. Rejects `session_not_found`, and `not_supported` when the agent
-   * cannot load sessions (never a silent fresh session).
+   * needed and reopens the session in its stored cwd — `session/resume` where the agent
+   * offers it (nothing replayed: the store holds the transcript), else `session/load` (what
+   * the agent replays is not stored twice). Rejects `session_not_found`, and `not_supported`
+   * when the agent can do neither (never a silent fresh session).
    */
   async resumeSession(sessionId: string, options: SessionOptions & { agent?: string } = {}): Promise<Session> {
     options ??= {};
@@ -399,7 +400,8 @@ export class Supervisor {
    */
   async authenticate(agent: string, methodId: string, options: CallOptions = {}): Promise<AgentHandle> {
     if (typeof methodId !== 'string' || methodId === '') throw invalidOptions('An auth method id must be a non-empty string', agent);
-    const method = this.runtime.connections.get(agentName(agent))?.initialize.authMethods?.find((candidate) => candidate.id === methodId);
+    // The latest handshake's methods (also of a parked agent whose process is gone): a terminal login is never sent to `authenticate`.
+    const method = this.runtime.connections.lastHandshake(agentName(agent))?.authMethods?.find((candidate) => candidate.id === methodId);
     if (method && 'type' in method && method.type === 'terminal') return this.terminalLogin(agent, method, options);
     await this.runtime.command({ type: 'agent.authenticate', agent: agentName(agent), methodId }, options);
     return this.handle(agent);

@@ -18,7 +18,7 @@ export interface ElicitationRequestView {
   sessionId: string | null;
   /** The tool call it belongs to, when the agent said. */
   toolCallId: string | null;
-  /** `form` (fill in `requestedSchema`) or `url` (visit `url`); another mode is declined for you. */
+  /** `form` (fill in `requestedSchema`) or `url` (visit `url`); a request of another mode is declined before any policy sees it. */
   mode: 'form' | 'url';
   message: string;
   /** With mode `form`: what to ask for (a flat object of string, number, integer, boolean and multi-select fields). */

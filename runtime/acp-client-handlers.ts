@@ -37,13 +37,15 @@ export type ExtensionHandlers = Record<string, ExtensionHandler>;
 
 /**
  * The capabilities advertised in `initialize`: only what is served — fs and terminals as
- * enabled, elicitation (form and url) unless the policy declines every one, and terminal
- * logins when the embedder runs them.
+ * enabled, boolean config options, elicitation (form and url) unless the policy declines
+ * every one, and terminal logins when the embedder runs them.
  */
 export function clientCapabilities({ fs, terminal }: { fs: boolean; terminal: boolean }, elicitation: ElicitationPolicy = 'decline', terminalLogin = false): ClientCapabilities {
   return {
     fs: { readTextFile: fs, writeTextFile: fs },
     terminal,
+    // setConfigOption takes boolean options: ACP lets an agent offer them only to a client that says so.
+    session: { configOptions: { boolean: {} } },
     ...(elicitation !== 'decline' ? { elicitation: { form: {}, url: {} } } : {}),
     ...(terminalLogin ? { auth: { terminal: true } } : {}),
   };

@@ -20,6 +20,7 @@ import { invalidOptions } from '../core/errors.js';
 
 const cancelled: ElicitationAnswer = { action: 'cancel' };
 const declined: ElicitationAnswer = { action: 'decline' };
+const knownModes: ReadonlySet<unknown> = new Set(['form', 'url']);
 
 export interface ElicitationBrokerHooks {
   clock: Clock;
@@ -49,7 +50,6 @@ export class ElicitationBroker {
     const view = elicitationView(agent, params);
     const requestId = `elicitation-${++this.nextId}`;
     const { sessionId } = view;
-    if (policy === 'decline') return Promise.resolve(declined);
     return new Promise<ElicitationAnswer>((resolveRequest) => {
       let done = false;
       let settledAnswer!: (answer: ElicitationAnswer) => void;
@@ -75,6 +75,8 @@ export class ElicitationBroker {
         this.hooks.pending(agent, sessionId, requestId);
         this.hooks.journal?.requested(requestId, { ...view, sessionId });
       }
+      // A mode this client does not know (the schema lets agents name their own) is declined, like any under 'decline'.
+      if (policy === 'decline' || !knownModes.has((params as { mode?: unknown }).mode)) return settle(declined);
       if (typeof policy === 'function') {
         Promise.resolve()
           .then(() => policy(view))

@@ -11,6 +11,13 @@ export type { LiveConnection };
 
 export class LiveConnections implements ConnectionPublisher {
   private readonly byAgent = new Map<string, LiveConnection>();
+  /** Each agent's latest `initialize` answer, kept after its connection is gone (its auth methods, with their types). */
+  private readonly handshakes = new Map<string, LiveConnection['initialize']>();
+
+  /** The `initialize` answer of the agent's latest connection, live or not. */
+  lastHandshake(agent: string): LiveConnection['initialize'] | undefined {
+    return this.handshakes.get(agent);
+  }
 
   get(agent: string): LiveConnection | undefined {
     return this.byAgent.get(agent);
@@ -24,6 +31,7 @@ export class LiveConnections implements ConnectionPublisher {
 
   add(live: LiveConnection): void {
     this.byAgent.set(live.agent, live);
+    this.handshakes.set(live.agent, live.initialize);
   }
 
   /** Removes the entry only if it is still this connection (a newer one may have replaced it). */

@@ -113,8 +113,14 @@ export class SessionState {
   /** The mode now current: from `current_mode_update`, a mode option's value, or a successful set_mode. */
   setCurrentMode(modeId: string): void {
     const modes = this.fields.modes;
-    if (modes?.currentModeId === modeId) return;
-    this.set('modes', modes ? { ...modes, currentModeId: modeId } : { currentModeId: modeId, availableModes: [] });
+    if (modes?.currentModeId !== modeId) this.set('modes', modes ? { ...modes, currentModeId: modeId } : { currentModeId: modeId, availableModes: [] });
+    // The mode option says the same at once: an agent may announce it only after its answer (codex-acp).
+    const options = this.fields.configOptions;
+    const index = options.findIndex((option) => option.category === 'mode' && option.type === 'select');
+    const option = options[index];
+    if (option && option.currentValue !== modeId && selectValues(option).includes(modeId)) {
+      this.set('configOptions', options.map((candidate, at) => (at === index ? ({ ...candidate, currentValue: modeId } as SessionConfigOption) : candidate)));
+    }
   }
 
   /** The config options now; an option of category `mode` also moves the current mode (claude-agent-acp announces a mode change only so). */

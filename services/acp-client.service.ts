@@ -48,7 +48,7 @@ export { methods as acpMethods, PROTOCOL_VERSION, RequestError };
 /**
  * ACP's own schemas, as the SDK generates them (zod). The package does not export them, so
  * they are loaded from its dist by path, beside the entry point that resolves; the SDK's
- * version is pinned in package.json, and tests/unit/acp-validation.test.ts fails if they move.
+ * version is pinned in package.json, and this module fails to load (so does every test) if they move.
  */
 interface SchemaResult<T> {
   success: boolean;

@@ -60,9 +60,10 @@ describe('the agent as its handshake described it', () => {
       return JSON.parse(received.text().replace(/^capabilities:/, '')) as Record<string, unknown>;
     };
     const byDefault = await capabilitiesOf({});
-    expect(byDefault).toEqual({ fs: { readTextFile: true, writeTextFile: true }, terminal: true });
+    const booleanOptions = { configOptions: { boolean: {} } };
+    expect(byDefault).toEqual({ fs: { readTextFile: true, writeTextFile: true }, terminal: true, session: booleanOptions });
     const asking = await capabilitiesOf({ elicitation: 'ask', capabilities: { terminal: false }, terminalLogin: async () => 0 });
-    expect(asking).toEqual({ fs: { readTextFile: true, writeTextFile: true }, terminal: false, elicitation: { form: {}, url: {} }, auth: { terminal: true } });
+    expect(asking).toEqual({ fs: { readTextFile: true, writeTextFile: true }, terminal: false, session: booleanOptions, elicitation: { form: {}, url: {} }, auth: { terminal: true } });
   });
 });
 

@@ -55,6 +55,16 @@ describe('SessionState', () => {
     ]);
   });
 
+  it('a mode set moves the mode option too, at once', () => {
+    const { state } = recording();
+    state.fromAnswer({ modes: { currentModeId: 'default', availableModes: [] }, configOptions: [modeOption('default')] });
+    state.setCurrentMode('plan');
+    expect(state.get('configOptions')[0]?.currentValue).toBe('plan');
+    state.setCurrentMode('not-an-option-value');
+    expect(state.get('configOptions')[0]?.currentValue).toBe('plan');
+    expect(state.get('modes')?.currentModeId).toBe('not-an-option-value');
+  });
+
   it('a mode update with no modes known makes them; snapshots are copies', () => {
     const { state } = recording();
     state.setCurrentMode('ask');
