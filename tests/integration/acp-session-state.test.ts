@@ -67,6 +67,36 @@ describe('the agent as its handshake described it', () => {
   });
 });
 
+describe('terminal logins (auth.terminal)', () => {
+  it('a terminal method is offered only to a client with a terminalLogin, run by it (never sent to authenticate), and a zero exit reconnects', async () => {
+    const logins: Array<{ command: string; args: string[]; env: Record<string, string> }> = [];
+    let exitCode: number | null = 0;
+    env.supervisor = createSupervisor({
+      agents: { full: fixtureSpec(['--terminal-auth'], { env: { SPEC_VAR: 'spec' } }), without: fixtureSpec(['--terminal-auth']) },
+      stateDir: false,
+      terminalLogin: async (login) => {
+        logins.push({ command: login.command, args: login.args, env: login.env });
+        return exitCode;
+      },
+    });
+    await env.supervisor.ensureAgent('full');
+    expect(env.supervisor.describe('full').authMethods).toEqual([expect.objectContaining({ id: 'fixture-terminal', type: 'terminal' })]);
+    const handle = await env.supervisor.authenticate('full', 'fixture-terminal');
+    expect(handle.name).toBe('full');
+    expect(logins).toEqual([{ command: process.execPath, args: [expect.stringMatching(/fixture-agent\.js$/) as unknown as string, '--terminal-auth', '--login'], env: { SPEC_VAR: 'spec', FIXTURE_LOGIN: '1' } }]);
+    exitCode = 1;
+    await expect(env.supervisor.authenticate('full', 'fixture-terminal')).rejects.toMatchObject({ kind: 'auth_required', message: expect.stringContaining('exit code 1') as unknown });
+    exitCode = null;
+    await expect(env.supervisor.authenticate('full', 'fixture-terminal')).rejects.toMatchObject({ kind: 'auth_required', message: expect.stringContaining('a signal') as unknown });
+    expect(env.supervisor.getStatus('full')).toBe('connected');
+    await env.supervisor.shutdown();
+
+    env.supervisor = createSupervisor({ agents: { without: fixtureSpec(['--terminal-auth']) }, stateDir: false });
+    await env.supervisor.ensureAgent('without');
+    expect(env.supervisor.describe('without').authMethods).toEqual([]);
+  });
+});
+
 describe('session state, live', () => {
   it('is filled from the session/new answer and kept current from every state update, with an event for each change', async () => {
     const session = await fullSession();
