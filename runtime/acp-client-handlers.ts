@@ -143,8 +143,9 @@ export function createClientHandlers(agent: string, deps: ClientHandlerDependenc
   if (deps.capabilities.terminal) {
     handlers.createTerminal = (params) =>
       guarded(params.sessionId, 'terminal', async (session) => {
-        // The cwd check runs inside create, under its limit and its timeout.
-        const cwd = () => session.resources.sandbox.check('read', params.cwd ?? session.resources.cwd, false);
+        // The cwd is opened and checked inside create, under its limit and its timeout, and the
+        // command runs in the directory that was opened: a path swapped meanwhile changes nothing.
+        const cwd = () => session.resources.sandbox.openWorkingDirectory('read', params.cwd ?? session.resources.cwd);
         return { terminalId: await session.resources.terminals.create({ ...params, cwd }) };
       });
     handlers.terminalOutput = (params) => guarded(params.sessionId, 'terminal', async (session) => session.resources.terminals.output(params.terminalId));

@@ -112,7 +112,16 @@ interface Request {
   signal: AbortSignal;
 }
 
-type Intent = 'read' | 'write' | 'check' | 'check-may-not-exist';
+/** A directory opened for a command to run in (`FsSandbox.openWorkingDirectory`). */
+export interface OpenedDirectory {
+  /** What to give as the command's cwd: `/proc/self/fd/<fd>` on Linux. */
+  path: string;
+  /** Its real path, as verified inside a root. */
+  real: string;
+  close(): Promise<void>;
+}
+
+type Intent = 'read' | 'write' | 'check' | 'check-may-not-exist' | 'open-directory';
 
 /** An open directory and the real path it was reached by. */
 interface Dir {
@@ -226,6 +235,30 @@ export class FsSandbox {
     });
   }
 
+  /**
+   * The directory `path` names, opened and verified inside a root, for a terminal to run in:
+   * `path` of the answer is `/proc/self/fd/<fd>`, which a child's chdir follows to the very
+   * directory that was opened — no name is resolved a second time, so a path swapped after
+   * this check cannot move the command elsewhere. `close()` it once the command was spawned.
+   * Without /proc (not Linux) the answer is the checked real path, followed again by chdir.
+   */
+  async openWorkingDirectory(operation: 'read' | 'write', path: string): Promise<OpenedDirectory> {
+    return this.withDeadline(operation, path, async (request) => {
+      const result = await this.walk(request, 'open-directory');
+      if (typeof result === 'string') throw new Error('unreachable: open-directory opens or fails');
+      const { handle, real } = result;
+      try {
+        if (!(await handle.stat()).isDirectory()) throw fsError('ENOTDIR', `not a directory`, request);
+        // The deadline passed meanwhile: nobody takes this descriptor.
+        request.signal.throwIfAborted();
+      } catch (error) {
+        await handle.close();
+        throw error;
+      }
+      return { path: this.procFd ? `/proc/self/fd/${handle.fd}` : real, real, close: () => handle.close() };
+    });
+  }
+
   /** Runs one request with the deadline: answered at once when it passes, and stopped at its next step. */
   private async withDeadline<T>(operation: 'read' | 'write', path: string, work: (request: Request) => Promise<T>): Promise<T> {
     if (typeof path !== 'string' || path.includes('\0')) {
@@ -332,6 +365,8 @@ export class FsSandbox {
     try {
       if (names.length === 0) {
         if (intent === 'check' || intent === 'check-may-not-exist') return { kind: 'named', real: await this.verifiedPath(request, dir.handle, dir.path) };
+        // The root itself, as a descriptor of its own ('.' under the root's: the same directory).
+        if (intent === 'open-directory') return { kind: 'opened', handle: await open(this.at(dir, '.'), OPEN_DIRECTORY), real: await this.verifiedPath(request, dir.handle, dir.path) };
         throw fsError('EISDIR', 'illegal operation on a directory', request);
       }
       for (let index = 0; index < names.length - 1; index++) {

@@ -26,6 +26,7 @@ import { signalOfInitExit } from './containment/pid-namespace.containment.js';
 import { executableProblem } from './executable.js';
 import { realClock, type Clock } from '../core/clock.js';
 import { signalGroup } from './process-group.service.js';
+import type { OpenedDirectory } from './fs-sandbox.service.js';
 
 export interface TerminalExit {
   exitCode: number | null;
@@ -36,8 +37,12 @@ export interface TerminalRequest {
   command: string;
   args?: string[];
   env?: Array<{ name: string; value: string }>;
-  /** The working directory, or a check that resolves with it (bounded by the request timeout). */
-  cwd: string | (() => Promise<string>);
+  /**
+   * The working directory, or a check that resolves with it (bounded by the request timeout):
+   * a path, or a directory the check opened (`FsSandbox.openWorkingDirectory`), which the
+   * command is spawned in and which is closed once it was.
+   */
+  cwd: string | (() => Promise<string | OpenedDirectory>);
   outputByteLimit?: number | null;
 }
 
@@ -405,10 +410,15 @@ export class TerminalSet {
       let abandoned = false;
       const starting = (async () => {
         const cwd = typeof request.cwd === 'string' ? request.cwd : await request.cwd();
-        if (abandoned) throw new TerminalTimeout('terminal/create', this.requestTimeoutMs);
-        if (this.closed) throw new TerminalsClosed();
-        const limit = Math.min(request.outputByteLimit ?? this.defaultByteLimit, this.defaultByteLimit);
-        return Terminal.start({ ...request, cwd }, limit, this.budget, this.mechanism, this.recordProcess);
+        try {
+          if (abandoned) throw new TerminalTimeout('terminal/create', this.requestTimeoutMs);
+          if (this.closed) throw new TerminalsClosed();
+          const limit = Math.min(request.outputByteLimit ?? this.defaultByteLimit, this.defaultByteLimit);
+          return await Terminal.start({ ...request, cwd: typeof cwd === 'string' ? cwd : cwd.path }, limit, this.budget, this.mechanism, this.recordProcess);
+        } finally {
+          // The command runs in the opened directory (its cwd is set at the spawn): the descriptor is no longer needed.
+          if (typeof cwd !== 'string') await cwd.close();
+        }
       })();
       let terminal: Terminal;
       try {

@@ -124,7 +124,9 @@ describe('session state, live', () => {
     expect(session.commands.map((entry) => entry.name)).toEqual(['later']);
     expect(session.configOptions.find((option) => option.id === 'model')?.currentValue).toBe('fixture-large');
     expect(session.modes?.currentModeId).toBe('plan');
-    expect(changes).toEqual(['plan', 'usage', 'title', 'commands', 'configOptions', 'modes']);
+    // The mode option follows the mode at once (the last configOptions).
+    expect(changes).toEqual(['plan', 'usage', 'title', 'commands', 'configOptions', 'modes', 'configOptions']);
+    expect(session.configOptions.find((option) => option.id === 'mode')?.currentValue).toBe('plan');
     expect(supervisorChanges).toEqual(changes);
     expect(session.state).toMatchObject({ title: 'Fixture title', modes: { currentModeId: 'plan' } });
   });

@@ -111,7 +111,8 @@ describe.skipIf(!support)('pid-namespace containment', () => {
 
 describe.skipIf(!support)('pid-namespace containment: the pipes and the host', () => {
   it('an agent that closes its stdout but keeps running is seen at once: no wrapper holds the pipe', async () => {
-    const closesStdout = `${agentScript}\nsetTimeout(() => require('node:fs').closeSync(1), 200);`;
+    // Closes its stdout 200 ms after its report (not after its start: under load the report itself can take longer).
+    const closesStdout = `const log = console.log; console.log = (...line) => { log(...line); setTimeout(() => require('node:fs').closeSync(1), 200); };\n${agentScript}`;
     const { wrapper, containment } = await startContained(closesStdout);
     const agentPid = await containment.agentPid;
     stray.push(agentPid, ...descendantsOnHost(agentPid));

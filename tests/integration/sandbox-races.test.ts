@@ -7,12 +7,13 @@
  * Nothing outside may ever be read, written or created.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSupervisor, type Session, type Supervisor } from '../../index.js';
 import { FsSandbox, SandboxViolation } from '../../services/fs-sandbox.service.js';
+import { TerminalSet } from '../../services/terminal.service.js';
 import { collectChunks, command, fixtureSpec } from '../support/real-agents.js';
 import { startSwapper as startSwapperProcess, swapperUnavailable, type Swapper } from '../support/swapper.js';
 
@@ -27,6 +28,10 @@ const RACE_MIN_OPS = 2_000;
 const AGENT_RACE_OPS = 1_500;
 const AGENT_RACE_MIN_OPS = 1_000;
 const RACE_MAX_MS = 8_000;
+/** Spawns are slower than fs calls: thousands of terminals still fit in the time. */
+const TERMINAL_RACE_OPS = 2_000;
+const TERMINAL_RACE_MIN_OPS = 500;
+const TERMINAL_RACE_MAX_MS = 10_000;
 
 const unavailable = swapperUnavailable();
 if (unavailable) console.warn(`sandbox race tests SKIPPED: ${unavailable}`);
@@ -112,8 +117,8 @@ async function attempt(seen: Tally, work: () => Promise<string | void>, refusedI
  * Runs `op(i)` from `workers` loops until `target` ops ran, or `RACE_MAX_MS` passed on a
  * slow (loaded) machine; returns how many ran.
  */
-async function hammer(target: number, workers: number, op: (i: number) => Promise<void>): Promise<number> {
-  const until = Date.now() + RACE_MAX_MS;
+async function hammer(target: number, workers: number, op: (i: number) => Promise<void>, maxMs = RACE_MAX_MS): Promise<number> {
+  const until = Date.now() + maxMs;
   let count = 0;
   await Promise.all(
     Array.from({ length: workers }, async () => {
@@ -194,6 +199,33 @@ describe.skipIf(unavailable !== undefined)('defect 12: check-then-use races, rac
     expect(tree(outside)).toEqual(['secret.txt', 'x.txt']);
     expect(seen.refused).toBeGreaterThan(0);
   });
+});
+
+describe.skipIf(unavailable !== undefined)("a terminal's cwd, raced with renameat2(RENAME_EXCHANGE)", () => {
+  it('a cwd swapped with a symlink to outside between its check and the spawn: the command runs in the directory that was checked, never outside', async () => {
+    mkdirSync(join(root, 'd'));
+    symlinkSync(outside, join(root, 'dlink'));
+    const sandbox = new FsSandbox([root]);
+    const terminals = new TerminalSet(64 * 1024, { maxTerminals: 16 });
+    const seen = tally();
+    const swapper = await startSwapper([join(root, 'd'), join(root, 'dlink')]);
+    const outsideReal = realpathSync(outside);
+    const ops = await hammer(TERMINAL_RACE_OPS, 4, (i) =>
+      attempt(seen, async () => {
+        // The agent's terminal/create, as the ACP handler makes it: the cwd opened and checked in create.
+        const id = await terminals.create({ command: '/bin/pwd', args: ['-P'], cwd: () => sandbox.openWorkingDirectory('read', join(root, i % 2 === 0 ? 'd' : 'dlink')) });
+        await terminals.waitForExit(id);
+        const { output } = terminals.output(id);
+        await terminals.release(id);
+        if (output.startsWith(outsideReal)) return `secret: ran in ${output.trim()}`;
+        if (!output.startsWith(realpathSync(root))) throw new Error(`ran in ${output.trim()}`);
+      }),
+      TERMINAL_RACE_MAX_MS,
+    );
+    const swaps = await swapper.stop();
+    await terminals.releaseAll();
+    expectContained(seen, ops, TERMINAL_RACE_MIN_OPS, swaps);
+  }, 40_000);
 });
 
 describe.skipIf(unavailable !== undefined)('defect 12 through a real agent over ACP', () => {
