@@ -139,6 +139,12 @@ export const supervisorOptionsSchema = z.strictObject({
    * request. Overridable per session (docs/acp.md).
    */
   elicitation: elicitationPolicySchema.optional(),
+  /**
+   * How long `authenticate()` may take before it is cancelled with `auth_timeout` (default
+   * 120 000 ms; a login that waits for a person in a browser would otherwise never end).
+   * Per call: `authenticate(agent, methodId, { timeoutMs })`.
+   */
+  authTimeoutMs: timeoutMs.optional(),
   /** An elicitation unanswered this long is answered `cancel` (default 300 000 ms). */
   elicitationTimeoutMs: timeoutMs.optional(),
   /**
@@ -232,6 +238,7 @@ export const defaultOptions = Object.freeze({
   stderrLines: 20,
   permissionTimeoutMs: 300_000,
   elicitationTimeoutMs: 300_000,
+  authTimeoutMs: 120_000,
   stallTimeoutMs: 120_000,
   terminalOutputByteLimit: 1024 * 1024,
   workspaceStatusIntervalMs: 1_000,
@@ -256,6 +263,7 @@ export function resolveOptions(input: SupervisorOptions): RuntimeSettings {
     retention: { ...defaultRetention, ...stripUndefined(options.retention ?? {}) },
     workspaceStatusIntervalMs: options.workspaceStatusIntervalMs ?? defaultOptions.workspaceStatusIntervalMs,
     extensions: { ...options.extensions },
+    authTimeoutMs: options.authTimeoutMs ?? defaultOptions.authTimeoutMs,
     ...(options.terminalLogin ? { terminalLogin: options.terminalLogin } : {}),
     timings: {
       restart,

@@ -139,6 +139,12 @@ export interface SupervisorEventMap {
    * (`failed`) — and the workspace is kept for `pruneWorkspaces()`.
    */
   'workspace:cleanup_refused': RuntimeEvents['workspace:cleanup_refused'];
+  /**
+   * While `authenticate()` runs, the agent wrote a URL to stderr: most likely a browser login
+   * waiting for a person (`{ agent, methodId, urls, line }`). Show it; an unfinished login ends
+   * `auth_timeout` after `authTimeoutMs`, naming it.
+   */
+  'agent:auth_prompt': RuntimeEvents['agent:auth_prompt'];
   /** An agent parked in `needsAuth` (docs/failures.md): `authenticate(agent, methodId)` with one of `authMethods`, or `reconnect()` after logging in. */
   'agent:needs_auth': RuntimeEvents['agent:needs_auth'];
   /** An agent parked in `rateLimited`: it tries again by itself at `retryAt` (when known), or on `reconnect()`. */

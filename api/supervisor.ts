@@ -17,7 +17,7 @@ import { handleSignalsFor } from '../runtime/signal-handling.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import { abortable } from '../util/abort.js';
-import { resolveOptions, resolvePruneOptions, resolveSessionOptions, resolveWorkspacePaths, type NewSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
+import { maxTimerMs, resolveOptions, resolvePruneOptions, resolveSessionOptions, resolveWorkspacePaths, type NewSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
 import type { PruneOptions, PruneResult, WorkspaceInfo } from '../runtime/workspace-registry.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
@@ -396,14 +396,27 @@ export class Supervisor {
    * Calls the agent's ACP `authenticate` with one of its `authMethods` (the agent is started
    * first when it has no process) and resolves with the agent connected; the way out of
    * `needsAuth` (docs/failures.md). A refusal rejects `auth_required` and the agent stays
-   * parked. Auth failures are never retried by themselves.
+   * parked. Auth failures are never retried by themselves. Bounded: after `timeoutMs`
+   * (default `authTimeoutMs`, 120 s) the login is cancelled and rejects `auth_timeout`, naming
+   * any URL the agent asked a person to open (also `agent:auth_prompt` events as it does);
+   * aborting `signal` cancels the login (`aborted`) for every caller waiting on it.
    */
-  async authenticate(agent: string, methodId: string, options: CallOptions = {}): Promise<AgentHandle> {
+  async authenticate(agent: string, methodId: string, options: CallOptions & { timeoutMs?: number } = {}): Promise<AgentHandle> {
     if (typeof methodId !== 'string' || methodId === '') throw invalidOptions('An auth method id must be a non-empty string', agent);
+    options ??= {};
+    if (options.timeoutMs !== undefined && !(Number.isInteger(options.timeoutMs) && options.timeoutMs > 0 && options.timeoutMs <= maxTimerMs)) {
+      throw invalidOptions(`Option timeoutMs must be a whole number of ms from 1 to ${maxTimerMs}`, agent);
+    }
     // The latest handshake's methods (also of a parked agent whose process is gone): a terminal login is never sent to `authenticate`.
     const method = this.runtime.connections.lastHandshake(agentName(agent))?.authMethods?.find((candidate) => candidate.id === methodId);
     if (method && 'type' in method && method.type === 'terminal') return this.terminalLogin(agent, method, options);
-    await this.runtime.command({ type: 'agent.authenticate', agent: agentName(agent), methodId }, options);
+    // Bounded: the timeout, and the caller's signal cancel the login itself (not only the wait).
+    const end = this.runtime.authAttempts.begin(agent, methodId, options);
+    try {
+      await this.runtime.command({ type: 'agent.authenticate', agent: agentName(agent), methodId }, options);
+    } finally {
+      end();
+    }
     return this.handle(agent);
   }
 

@@ -76,7 +76,7 @@ const agentKinds = new Set([
 export function exitCodeFor(failure: { kind?: string | undefined; class?: string | undefined }): ExitCodeValue {
   const { kind = '' } = failure;
   if (kind === 'not_installed') return ExitCode.notInstalled;
-  if (kind === 'auth_required' || failure.class === 'auth') return ExitCode.auth;
+  if (kind === 'auth_required' || kind === 'auth_timeout' || failure.class === 'auth') return ExitCode.auth;
   if (kind === 'aborted') return ExitCode.interrupted;
   if (usageKinds.has(kind)) return ExitCode.usage;
   if (unreachableKinds.has(kind)) return ExitCode.noDaemon;

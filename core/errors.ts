@@ -34,6 +34,11 @@ export type AgentErrorKind =
   | 'invalid_options'
   /** The agent requires authentication before it can open a session. */
   | 'auth_required'
+  /**
+   * `authenticate()` did not finish within its timeout (`authTimeoutMs`): the method most
+   * likely waits for a person (a browser login); the message says what the agent asked for.
+   */
+  | 'auth_timeout'
   /** The agent answered an ACP request with an error. */
   | 'protocol_error'
   /** The agent does not support what was asked (e.g. session/load). */

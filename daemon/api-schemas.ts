@@ -12,7 +12,7 @@ const text = (max: number) => z.string().max(max).refine((value) => !value.inclu
 const name = text(200).min(1);
 const path = text(4096).min(1);
 
-export const authenticateBody = z.strictObject({ methodId: name });
+export const authenticateBody = z.strictObject({ methodId: name, timeoutMs: z.number().int().min(1).max(2_147_483_647).optional() });
 
 export const openSessionBody = z.strictObject({
   agent: name,

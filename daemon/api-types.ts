@@ -197,6 +197,8 @@ export type ServerMessage = { at: number; t: string } & (
   | { type: 'agent:state'; agent: string; state: string; status: string }
   /** topic `errors`. */
   | { type: 'agent:error'; agent: string; kind: string; message: string; class?: string; retryAt?: number | null }
+  /** topic `errors`: during a login, the agent asked a person to open these URLs (`agentvisor auth` prints them). */
+  | { type: 'agent:auth_prompt'; agent: string; methodId: string; urls: string[] }
   /** topic `updates`: a session update (of the sessions subscribed to, or all). */
   | { type: 'session:update'; agent: string; sessionId: string; update: unknown }
   /**

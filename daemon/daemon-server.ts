@@ -64,6 +64,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     supervisor.on('session:turn', ({ agent, sessionId, ...turn }) => feed.publish('updates', { type: 'session:turn', agent, sessionId, turn }, sessionId)),
     supervisor.on('session:status', ({ agent, sessionId, status }) => feed.publish('sessions', { type: 'session:status', agent, sessionId, status })),
     supervisor.on('agent:stderr', ({ agent, line }) => feed.publish('logs', { type: 'log', agent, line })),
+    supervisor.on('agent:auth_prompt', ({ agent, methodId, urls }) => feed.publish('errors', { type: 'agent:auth_prompt', agent, methodId, urls })),
     permissions.listen({
       requested: (permission) => feed.publish('permissions', { type: 'permission:request', permission }),
       resolved: ({ id, agent, sessionId }, outcome) => feed.publish('permissions', { type: 'permission:resolved', id, agent, sessionId, outcome }),

@@ -38,6 +38,7 @@ const statusByKind: Record<string, number> = {
   session_busy: 409,
   session_closed: 409,
   auth_required: 409,
+  auth_timeout: 409,
   stopped: 409,
   aborted: 409,
   payload_too_large: 413,

@@ -82,8 +82,8 @@ route('POST', '/v1/agents/:name/restart', async ({ context, params, request }) =
   return context.agents.row(params[0]!);
 });
 route('POST', '/v1/agents/:name/authenticate', async ({ context, params, request }) => {
-  const { methodId } = parseWith(authenticateBody, await readJsonBody(request), 'body');
-  await context.supervisor.authenticate(params[0]!, methodId);
+  const { methodId, timeoutMs } = parseWith(authenticateBody, await readJsonBody(request), 'body');
+  await context.supervisor.authenticate(params[0]!, methodId, timeoutMs === undefined ? {} : { timeoutMs });
   return context.agents.row(params[0]!);
 });
 route('GET', '/v1/agents/:name/logs', async ({ context, params, url, response }) => {

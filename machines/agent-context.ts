@@ -180,6 +180,11 @@ export function lostDuringAuthentication(context: AgentContext): AgentFailure {
 
 /** The failure recorded when the agent refused authenticate(): still class auth, still parked. */
 export function authRefusal(context: AgentContext, error: unknown): AgentFailure {
+  // authenticate() timed out or its caller gave up: not the agent's refusal, said as it is.
+  const given = error as { kind?: unknown; message?: unknown } | null;
+  if (given?.kind === 'auth_timeout' || given?.kind === 'aborted') {
+    return { kind: given.kind, message: String(given.message), stderr: [], class: 'auth', retryable: false, retryAt: null, authMethods: context.authMethods };
+  }
   const failure: AgentFailure = {
     kind: 'auth_required',
     message: `${context.displayName} refused authentication with ${context.pendingAuthMethod ?? 'that method'}`,

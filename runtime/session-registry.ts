@@ -58,6 +58,11 @@ export interface RuntimeEvents extends WorkspaceEvents {
   'protocol:warning': { agent: string; message: string; suppressed: number };
   /** A write to the store failed (a full disk, say); the agents keep running. */
   'store:error': { kind: 'store_failed'; message: string; droppedWrites: number };
+  /**
+   * While authenticate() runs, the agent wrote a URL to stderr: most likely a browser login
+   * waiting for a person — show it (the `auth_timeout` of a login nobody finishes names it too).
+   */
+  'agent:auth_prompt': { agent: string; methodId: string; urls: string[]; line: string };
   /** An agent parked in `needsAuth`: it waits for `authenticate(agent, methodId)` or `reconnect()`. */
   'agent:needs_auth': { agent: string; failure: AgentFailure; authMethods: AuthMethodSummary[] };
   /** An agent parked in `rateLimited`: it tries again at `retryAt` (when known), or on `reconnect()`. */

@@ -29,6 +29,7 @@ import { servedCapabilities } from '../services/runtimes/runtimes.js';
 import type { Retention } from '../core/store.js';
 import { EventHub } from '../util/event-hub.js';
 import { clientCapabilities, createClientHandlers, type ExtensionHandlers } from './acp-client-handlers.js';
+import { AuthAttempts } from './auth-attempts.js';
 import { ElicitationBroker } from './elicitation-broker.js';
 import type { TerminalLogin } from './terminal-login.js';
 import { chooseContainment, type ContainmentChoice, type ContainmentPreference } from './containment-choice.js';
@@ -77,6 +78,8 @@ export interface RuntimeSettings {
   workspaceStatusIntervalMs: number;
   /** The embedder's answers to agents' extension methods (docs/acp.md). */
   extensions: ExtensionHandlers;
+  /** How long an authenticate() may take by default (it may wait for a person). */
+  authTimeoutMs: number;
   /** Runs an agent's terminal login (ACP `auth.terminal`), when the embedder can. */
   terminalLogin?: TerminalLogin;
   clock?: Clock;
@@ -115,11 +118,14 @@ export class SupervisorRuntime {
   private readonly streamJsonSessions = new Map<string, string>();
   /** The terminals of the pty agents (docs/pty.md). */
   readonly ptyTerminals: PtyTerminals;
+  /** The authenticate() calls under way: their timeout, cancel and what the agent asked a person to do. */
+  readonly authAttempts: AuthAttempts;
   /** Sessions' modes, config options and models (docs/acp.md). */
   readonly controls: SessionControls;
 
   constructor(settings: RuntimeSettings) {
     this.now = () => clockNow(settings.clockForTimers);
+    this.authAttempts = new AuthAttempts(settings.authTimeoutMs);
     this.ptyTerminals = new PtyTerminals({
       clock: settings.clockForTimers,
       settings: (agent) => this.specs.get(agent)?.pty ?? {},
@@ -216,6 +222,8 @@ export class SupervisorRuntime {
       onStderrLine: (agent, line) => {
         this.journal.stderr(agent, line);
         this.events.emit('agent:stderr', { agent, line });
+        const prompt = this.authAttempts.promptsIn(agent, line);
+        if (prompt) this.relay('agent:auth_prompt', agent, { agent, methodId: prompt.methodId, urls: prompt.urls, line });
       },
       acpOptions: (agent) => {
         const capabilities = servedCapabilities(this.specs.get(agent)?.runtime?.kind, settings.sessions.capabilities);
@@ -277,7 +285,12 @@ export class SupervisorRuntime {
         }),
       },
     });
-    const authenticate = createAuthenticateActor({ connectionOf });
+    const authenticate = createAuthenticateActor({
+      connectionOf,
+      bounds: (agent) => this.authAttempts.bounds(agent),
+      displayName: (agent) => this.specs.get(agent)?.displayName ?? agent,
+      clock: settings.clockForTimers,
+    });
     const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess, session, authenticate } }) } });
     this.actor = createActor(machine, {
       input: { maxAgents: settings.maxAgents, timings: settings.timings, overload: settings.overload },
@@ -329,7 +342,7 @@ export class SupervisorRuntime {
     return this.actor.getSnapshot().matches({ running: 'overloaded' });
   }
 
-  private relay<K extends 'agent:needs_auth' | 'agent:rate_limited' | 'supervisor:overloaded' | 'supervisor:overload_reset'>(
+  private relay<K extends 'agent:needs_auth' | 'agent:rate_limited' | 'agent:auth_prompt' | 'supervisor:overloaded' | 'supervisor:overload_reset'>(
     type: K,
     agent: string | null,
     event: RuntimeEvents[K],

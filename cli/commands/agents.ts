@@ -55,10 +55,21 @@ export function registerDaemonCommands(program: Command): void {
     .description("log an agent in with one of the methods it offers (ACP authenticate), e.g. `auth codex openai-api-key`")
     .argument('<agent>', 'the agent')
     .argument('<method>', 'the id of one of its auth methods (a needs-login error lists them)')
+    .option('--timeout <seconds>', "cancel the login if it has not finished by then (default: the daemon's authTimeoutMs, 120 s)", integerOption('--timeout', 1))
     .addOption(formatOption())
-    .action((agent: string, methodId: string, options: FormatOptions, command: Command) =>
-      agentAction(command, options, `Authenticating ${agent} with ${methodId}…`, agentPath(agent, '/authenticate'), { methodId }),
-    );
+    .action(async (agent: string, methodId: string, options: FormatOptions & { timeout?: number }, command: Command) => {
+      // A login that waits for a person says where to go on its stderr: shown while the daemon waits.
+      const following = new AbortController();
+      void showLoginPrompts(connect(command), agent, following.signal);
+      try {
+        await agentAction(command, options, `Authenticating ${agent} with ${methodId}…`, agentPath(agent, '/authenticate'), {
+          methodId,
+          ...(options.timeout === undefined ? {} : { timeoutMs: options.timeout * 1000 }),
+        });
+      } finally {
+        following.abort();
+      }
+    });
 
   program
     .command('dashboard')
@@ -84,6 +95,17 @@ export function registerDaemonCommands(program: Command): void {
 }
 
 /** One POST on an agent that answers its row: a spinner while the daemon works, then the row. */
+/** The agent's stderr lines with a URL in them, as they come, until `signal`: what a login asks a person to open. */
+async function showLoginPrompts(client: DaemonClient, agent: string, signal: AbortSignal): Promise<void> {
+  try {
+    for await (const entry of client.stream<{ line: string }>('GET', agentPath(agent, '/logs?follow=1&tail=0'), { signal })) {
+      if (/https?:\/\//.test(entry.line)) process.stderr.write(`${agent} asks you to log in: ${entry.line}\n`);
+    }
+  } catch {
+    // The login ended (the stream was cancelled) or the daemon went away: the answer says the rest.
+  }
+}
+
 async function agentAction(command: Command, options: FormatOptions, doing: string, path: string, body?: unknown): Promise<void> {
   const client = connect(command);
   const spinner = startSpinner(doing);
