@@ -144,6 +144,10 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
           record?.remove();
           // Let the last output arrive, but do not wait on pipes an escapee holds open.
           await withinGrace(settled, pipeDrainGraceMs);
+          // Under load the grace can pass before the loop reads what the kernel already holds in
+          // the pipes (its timer comes before the poll in a turn): one more poll reads it, so a
+          // failure keeps its stderr (a handshake failure's reason).
+          await new Promise((resolve) => setImmediate(resolve));
           child.stdout.destroy();
           child.stderr.destroy();
           child.stdin.destroy();

@@ -94,6 +94,39 @@ describe('container agents, through the recording shim (NOT a real engine)', () 
     expect(calls().find((call) => call.tool === 'kubectl')!.argv).toEqual(expect.arrayContaining(['agent-0', '-n', 'ai']));
   });
 
+  it('secrets are on no command line: while agents of every runtime run with a secret env, no /proc/*/cmdline on this host holds it', async () => {
+    const secret = `sk-secret-${process.pid}-${Date.now()}`;
+    const fixture = fixtureSpec([], { env: { AV_API_KEY: secret, AV_OTHER: `x ${secret} y` } });
+    env.supervisor = createSupervisor({
+      stateDir: false,
+      agents: {
+        local: fixture,
+        docker: { ...fixture, runtime: { kind: 'docker', container: 'dev' } },
+        dockerRun: { ...fixture, runtime: { kind: 'docker', image: 'agent-image' } },
+        pod: { ...fixture, runtime: { kind: 'kubernetes', pod: 'agent-0', namespace: 'ai' } },
+        ...(noSandbox === null ? { sandboxed: { ...fixture, cwd: shim.work, runtime: { kind: 'sandbox' as const, readOnly: [checkout] } } } : {}),
+      },
+    });
+    const names = env.supervisor.list().map((row) => row.name);
+    for (const agent of names) {
+      const session = await env.supervisor.newSession(agent, { cwd: shim.work });
+      expect(await session.prompt(`hello from ${agent}`)).toBe('end_turn');
+    }
+    const holding: string[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'latin1');
+        if (cmdline.includes(secret)) holding.push(`${entry}: ${cmdline.replaceAll('\0', ' ')}`);
+      } catch {
+        // gone
+      }
+    }
+    expect(holding).toEqual([]);
+    // The secret did reach every agent, in its environment.
+    expect(pidsMarked(secret).length).toBeGreaterThanOrEqual(names.length);
+  });
+
   it('an agent that ignores stdin EOF is ended by the ladder\'s SIGTERM delivered inside the container', async () => {
     const clock = new SimulatedClock();
     // The shim's "container" is this host: with no pid namespace around the local client (the
