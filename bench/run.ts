@@ -11,6 +11,7 @@ import * as containment from './containment.bench.js';
 import * as daemonLs from './daemon-ls.bench.js';
 import * as daemonWsStatus from './daemon-ws-status.bench.js';
 import * as fanOut from './fan-out.bench.js';
+import * as fsHostile from './fs-hostile.bench.js';
 import * as handshake from './handshake.bench.js';
 import { prepareAgentEnvironment } from './lib/env.js';
 import { leftoverAgents } from './lib/processes.js';
@@ -42,6 +43,7 @@ export const benchmarks = [
   entry('containment', containment.containmentBench, containment),
   entry('daemon-ws-status', daemonWsStatus.daemonWsStatusBench, daemonWsStatus),
   entry('daemon-ls', daemonLs.daemonLsBench, daemonLs),
+  entry('fs-hostile', fsHostile.fsHostileBench, fsHostile),
 ] as Array<Entry<unknown>>;
 
 async function main(argv: string[]): Promise<number> {

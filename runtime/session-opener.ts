@@ -76,6 +76,8 @@ export class SessionOpener {
 
   /** `session/new` on the agent; the session's state comes from its answer. */
   async create(agent: ConnectedAgent, settings: SessionSettings, signal: AbortSignal | undefined): Promise<SessionRecord> {
+    // Before session/new: the session is registered at once when the answer comes, before any request of the agent's for it.
+    const sandbox = await sandboxOf(settings);
     let answer: ReturnType<typeof withModels>;
     let meta: Record<string, unknown> | null = null;
     let sessionId: string;
@@ -94,7 +96,7 @@ export class SessionOpener {
     } catch (error) {
       throw this.failure(agent, error, 'session/new');
     }
-    const record = this.open(agent, sessionId, settings);
+    const record = this.open(agent, sessionId, settings, sandbox);
     record.state.fromAnswer(answer);
     record.answerMeta = meta;
     return record;
@@ -108,9 +110,10 @@ export class SessionOpener {
   async load(agent: ConnectedAgent, sessionId: string, settings: SessionSettings): Promise<SessionRecord> {
     const method = reopenMethod(agent.agentCapabilities, settings.reopen ?? 'load');
     if (!method) throw toError(agent.name, failures.cannotLoadSessions(agent.displayName));
+    const sandbox = await sandboxOf(settings);
     const existing = this.deps.sessions.get(agent.name, sessionId);
     if (existing && existing.status() !== 'stopped') return existing;
-    const record = this.open(agent, sessionId, settings, method === acpMethods.agent.session.load);
+    const record = this.open(agent, sessionId, settings, sandbox, method === acpMethods.agent.session.load);
     record.stored = settings.stored === true;
     try {
       const answer = await agent.connection.agent.request(method, {
@@ -130,14 +133,14 @@ export class SessionOpener {
     return record;
   }
 
-  private open(agent: ConnectedAgent, sessionId: string, settings: SessionSettings, replaying = false): SessionRecord {
+  private open(agent: ConnectedAgent, sessionId: string, settings: SessionSettings, sandbox: FsSandbox, replaying = false): SessionRecord {
     const record = this.deps.sessions.open(
       { agent: agent.name, displayName: agent.displayName, sessionId, stallTimeoutMs: settings.stallTimeoutMs, onStall: settings.onStall },
       {
         cwd: settings.cwd,
         roots: settings.roots,
         mcpServers: settings.mcpServers,
-        sandbox: new FsSandbox([settings.cwd, ...settings.roots]),
+        sandbox,
         terminals: new TerminalSet(this.deps.terminalOutputByteLimit, {
           containment: this.deps.containment(),
           clock: this.deps.clock,
@@ -163,3 +166,8 @@ export class SessionOpener {
   }
 }
 
+
+/** A session's sandbox, its roots resolved off the event loop: a session opening on a slow disk does not stall the other agents. */
+function sandboxOf(settings: SessionSettings): Promise<FsSandbox> {
+  return FsSandbox.open([settings.cwd, ...settings.roots]);
+}

@@ -22,6 +22,9 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readlinkSync, re
 import { lstat, mkdir, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
+/** Whether descriptors can be verified through /proc (Linux): read once, at load. */
+const procFdAvailable = process.platform === 'linux' && existsSync('/proc/self/fd');
+
 /** The default most bytes one `fs/read_text_file` answers with: 10 MiB. */
 export const defaultMaxReadBytes = 10 * 1024 * 1024;
 /** The default deadline of one fs request: 30 s. */
@@ -162,15 +165,26 @@ export class FsSandbox {
    * `roots[0]` is the session's cwd; relative paths are resolved against it. The roots are
    * resolved here, once: build the sandbox when the session opens.
    */
-  constructor(roots: string[], options: FsSandboxOptions = {}) {
+  constructor(roots: string[], options: FsSandboxOptions = {}, resolved?: Root[]) {
     if (roots.length === 0) throw new Error('FsSandbox needs at least one root');
-    this.procFd = options.procFd ?? (process.platform === 'linux' && existsSync('/proc/self/fd'));
-    this.roots = roots.map((root) => resolveRoot(root, this.procFd));
+    this.procFd = options.procFd ?? procFdAvailable;
+    this.roots = resolved ?? roots.map((root) => resolveRoot(root, this.procFd));
     this.maxReadBytes = options.maxReadBytes ?? defaultMaxReadBytes;
     this.timeoutMs = options.timeoutMs ?? defaultFsTimeoutMs;
     if (!(this.maxReadBytes >= 0)) throw new RangeError(`FsSandbox: maxReadBytes must be a number >= 0, not ${this.maxReadBytes}`);
     // setTimeout's own range: a longer delay would fire at once.
     if (!(this.timeoutMs > 0 && this.timeoutMs <= 2 ** 31 - 1)) throw new RangeError(`FsSandbox: timeoutMs must be in 1..${2 ** 31 - 1}, not ${this.timeoutMs}`);
+  }
+
+  /**
+   * The sandbox of `roots`, resolved without blocking the event loop (the constructor resolves
+   * them synchronously: fine for a test, not for a supervisor whose other agents stream while a
+   * session opens on a slow disk).
+   */
+  static async open(roots: string[], options: FsSandboxOptions = {}): Promise<FsSandbox> {
+    if (roots.length === 0) throw new Error('FsSandbox needs at least one root');
+    const procFd = options.procFd ?? procFdAvailable;
+    return new FsSandbox(roots, options, await Promise.all(roots.map((root) => resolveRootAsync(root, procFd))));
   }
 
   /** Opens `request`'s file and checks what was opened (a regular file, one link, inside a root); closes it on refusal. */
@@ -587,11 +601,36 @@ function resolveRoot(root: string, procFd: boolean): Root {
     }
     return { given, real, identity: { dev: stats.dev, ino: stats.ino } };
   } catch (error) {
-    const code = errorCode(error);
-    const why = code === 'ENOENT' ? 'it did not exist' : code === 'ENOTDIR' ? 'not a directory' : code;
-    return { given, real: given, identity: undefined, unavailable: why };
+    return unavailableRoot(given, error);
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** A root that could not be resolved, and why: its requests are refused (`root_changed`). */
+function unavailableRoot(given: string, error: unknown): Root {
+  const code = errorCode(error);
+  const why = code === 'ENOENT' ? 'it did not exist' : code === 'ENOTDIR' ? 'not a directory' : code;
+  return { given, real: given, identity: undefined, unavailable: why };
+}
+
+/** {@link resolveRoot} on the thread pool: one opened descriptor, its identity and real path. */
+async function resolveRootAsync(root: string, procFd: boolean): Promise<Root> {
+  const given = resolve(root);
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(given, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_NOCTTY);
+    const stats = await handle.stat({ bigint: true });
+    const real = procFd ? await readlink(`/proc/self/fd/${handle.fd}`) : await realpath(given);
+    if (!procFd) {
+      const named = await stat(real, { bigint: true });
+      if (named.dev !== stats.dev || named.ino !== stats.ino) return { given, real: given, identity: undefined, unavailable: 'it changed while it was resolved' };
+    }
+    return { given, real, identity: { dev: stats.dev, ino: stats.ino } };
+  } catch (error) {
+    return unavailableRoot(given, error);
+  } finally {
+    await handle?.close();
   }
 }
 

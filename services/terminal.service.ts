@@ -416,8 +416,10 @@ export class TerminalSet {
           const limit = Math.min(request.outputByteLimit ?? this.defaultByteLimit, this.defaultByteLimit);
           return await Terminal.start({ ...request, cwd: typeof cwd === 'string' ? cwd : cwd.path }, limit, this.budget, this.mechanism, this.recordProcess);
         } finally {
-          // The command runs in the opened directory (its cwd is set at the spawn): the descriptor is no longer needed.
-          if (typeof cwd !== 'string') await cwd.close();
+          // The command runs in the opened directory (its cwd is set at the spawn): the descriptor is
+          // no longer needed. Not awaited: the terminal is registered at once, so a session closing
+          // meanwhile releases it with the others.
+          if (typeof cwd !== 'string') void cwd.close().catch(() => {});
         }
       })();
       let terminal: Terminal;

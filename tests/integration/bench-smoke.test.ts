@@ -11,6 +11,7 @@ import * as containment from '../../bench/containment.bench.js';
 import * as daemonLs from '../../bench/daemon-ls.bench.js';
 import * as daemonWsStatus from '../../bench/daemon-ws-status.bench.js';
 import * as fanOut from '../../bench/fan-out.bench.js';
+import * as fsHostile from '../../bench/fs-hostile.bench.js';
 import * as handshake from '../../bench/handshake.bench.js';
 import { agentScripts } from '../../bench/lib/agentvisor.js';
 import { clientScripts } from '../../bench/lib/daemon.js';
@@ -87,4 +88,8 @@ describe('benchmarks at smoke size', () => {
   it('daemon-ls', async () => {
     expectWellFormed(await daemonLs.daemonLsBench(daemonLs.smokeSize, ctx), 'daemon-ls');
   }, 60_000);
+
+  it('fs-hostile', async () => {
+    expectWellFormed(await fsHostile.fsHostileBench(fsHostile.smokeSize, ctx), 'fs-hostile');
+  }, 30_000);
 });
