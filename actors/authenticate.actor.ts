@@ -46,7 +46,8 @@ export function createAuthenticateActor(deps: AuthenticateDependencies) {
     try {
       if (bounds.signal?.aborted) onAbort();
       cancel.signal.throwIfAborted();
-      await connection.agent.request(acpMethods.agent.authenticate, { methodId: input.methodId }, { cancellationSignal: cancel.signal });
+      // stopWaitingOnCancel: a login waiting for a person may never answer the cancel.
+      await connection.agent.request(acpMethods.agent.authenticate, { methodId: input.methodId }, { cancellationSignal: cancel.signal, stopWaitingOnCancel: true });
     } catch (error) {
       // The connection closed under the request: the agent was lost, it did not refuse.
       if (connection.signal.aborted) throw toError(input.agent, failures.notConnected(input.agent));

@@ -7,8 +7,8 @@ import { resolve } from 'node:path';
 import type { Actor, StateValue } from 'xstate';
 import { agentNameSchema, validateAgentSpec, type AgentSpec } from '../core/agent-spec.js';
 import { describeSchemaIssue } from '../core/schema.js';
-import { agentFailure, authRequired, failures, invalidOptions, toError } from '../core/errors.js';
-import { acpMethods, reopenMethod, toRequestError, validateListSessionsResponse } from '../services/acp-client.service.js';
+import { failures, invalidOptions, toError } from '../core/errors.js';
+import { reopenMethod } from '../services/acp-client.service.js';
 import type { AgentStatus } from '../machines/agent-events.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
@@ -339,28 +339,22 @@ export class Supervisor {
     if (options.cwd !== undefined && (typeof options.cwd !== 'string' || options.cwd === '')) throw invalidOptions('Option cwd must be a non-empty string', agent);
     if (options.cursor != null && typeof options.cursor !== 'string') throw invalidOptions('Option cursor must be a string', agent);
     const handle = await this.ensureAgent(agent, { signal: options.signal });
-    if (handle.agentCapabilities.sessionCapabilities?.list == null) throw toError(agent, failures.unsupported(handle.displayName, 'listing its sessions (session/list)'));
     const params = { ...(options.cwd !== undefined ? { cwd: resolve(options.cwd) } : {}), ...(options.cursor != null ? { cursor: options.cursor } : {}) };
-    const answer = await this.agentRequest(handle, acpMethods.agent.session.list, params, options.signal);
-    try {
-      const page = validateListSessionsResponse(answer);
-      return { sessions: page.sessions, nextCursor: page.nextCursor ?? null };
-    } catch (error) {
-      throw agentFailure('protocol_error', agent, (error as Error).message, error);
-    }
+    return this.runtime.requests.listSessions(handle, params, options.signal);
   }
 
   /**
-   * Deletes one of the agent's own sessions (`session/delete`), closing it here first when it
-   * is open. `unsupported` when the agent does not advertise deleting sessions.
+   * Deletes one of the agent's own sessions (`session/delete`); once the agent has, a session
+   * of that id open here is closed too. `unsupported` when the agent does not advertise
+   * deleting sessions.
    */
   async deleteAgentSession(agent: string, sessionId: string, options: CallOptions = {}): Promise<void> {
     if (typeof sessionId !== 'string' || sessionId === '') throw invalidOptions('A session id must be a non-empty string', agent);
     const handle = await this.ensureAgent(agent, { signal: options?.signal });
-    if (handle.agentCapabilities.sessionCapabilities?.delete == null) throw toError(agent, failures.unsupported(handle.displayName, 'deleting its sessions (session/delete)'));
+    await this.runtime.requests.deleteSession(handle, sessionId, options?.signal);
+    // Deleted on the agent: the session open here ends too (a refusal above left it as it was).
     const open = this.runtime.sessions.get(agent, sessionId);
     if (open) await this.runtime.sessions.close(open);
-    await this.agentRequest(handle, acpMethods.agent.session.delete, { sessionId }, options?.signal);
   }
 
   /**
@@ -373,23 +367,14 @@ export class Supervisor {
   async callAgent(agent: string, method: string, params: unknown = {}, options: CallOptions = {}): Promise<unknown> {
     extensionMethod(agent, method);
     const handle = await this.ensureAgent(agent, { signal: options?.signal });
-    return this.agentRequest(handle, method, params, options?.signal);
+    return this.runtime.requests.request(handle, method, params, options?.signal);
   }
 
   /** Sends an extension notification (`_`-prefixed method) to the agent. Starts the agent if needed. */
   async notifyAgent(agent: string, method: string, params: unknown = {}, options: CallOptions = {}): Promise<void> {
     extensionMethod(agent, method);
     const handle = await this.ensureAgent(agent, { signal: options?.signal });
-    await handle.connection.agent.notify(method, params);
-  }
-
-  /** One ACP request on a connected agent, its failure an `AgentError` (`protocol_error`, `agent_exited`, `aborted`). */
-  private async agentRequest(handle: AgentHandle, method: string, params: unknown, signal: AbortSignal | undefined): Promise<unknown> {
-    try {
-      return await abortable(handle.connection.agent.request(method, params), signal, handle.name);
-    } catch (error) {
-      throw toRequestError(handle.name, handle.connection, error, method);
-    }
+    await this.runtime.requests.notify(handle, method, params);
   }
 
   /**
@@ -422,19 +407,13 @@ export class Supervisor {
 
   /**
    * A `terminal` auth method (ACP `auth.terminal`): the embedder's `terminalLogin` runs the
-   * agent's command with the method's arguments and environment; a zero exit is a login, and
-   * the agent is reconnected to pick it up. Never sent to `authenticate`.
+   * agent's command with the method's arguments and environment (bounded like authenticate());
+   * a zero exit is a login: a parked agent is reconnected to pick it up, a connected one stays
+   * as it is. Never sent to `authenticate`.
    */
-  private async terminalLogin(agent: string, method: { id: string; args?: string[]; env?: Record<string, string> }, options: CallOptions): Promise<AgentHandle> {
-    const run = this.settings.terminalLogin;
-    const spec = this.runtime.spec(agent);
-    if (!run) throw toError(agent, failures.unsupported('agentvisor', `the terminal login "${method.id}" of ${spec.displayName ?? agent} without a terminalLogin option`));
-    const exitCode = await abortable(
-      run({ agent, methodId: method.id, command: spec.command, args: [...(spec.args ?? []), ...(method.args ?? [])], env: { ...spec.env, ...method.env }, cwd: spec.cwd }),
-      options?.signal,
-      agent,
-    );
-    if (exitCode !== 0) throw authRequired(agent, `The terminal login "${method.id}" of ${spec.displayName ?? agent} ended with ${exitCode === null ? 'a signal' : `exit code ${exitCode}`}`, []);
+  private async terminalLogin(agent: string, method: { id: string; args?: string[]; env?: Record<string, string> }, options: CallOptions & { timeoutMs?: number }): Promise<AgentHandle> {
+    await this.runtime.requests.terminalLogin(agent, this.runtime.spec(agent), method, options);
+    // A parked agent starts afresh with the login; a connected one stays as it is (its process keeps its state).
     return this.reconnect(agent, options);
   }
 

@@ -27,7 +27,8 @@ export class AuthAttempts {
    */
   begin(agent: string, methodId: string, options: { timeoutMs?: number; signal?: AbortSignal }): () => void {
     let attempt = this.byAgent.get(agent);
-    if (!attempt) {
+    // An attempt already cancelled is over for whoever comes next: a fresh one.
+    if (!attempt || attempt.controller.signal.aborted) {
       attempt = { methodId, timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs, controller: new AbortController(), urls: [], callers: 0 };
       this.byAgent.set(agent, attempt);
     }
@@ -38,7 +39,9 @@ export class AuthAttempts {
     if (options.signal?.aborted) onAbort();
     return () => {
       options.signal?.removeEventListener('abort', onAbort);
-      if (--current.callers === 0 && this.byAgent.get(agent) === current) this.byAgent.delete(agent);
+      // A cancelled attempt stays until the login reads its bounds: an agent still starting
+      // when its caller gave up must not log in afterwards as if nobody had.
+      if (--current.callers === 0 && this.byAgent.get(agent) === current && !current.controller.signal.aborted) this.byAgent.delete(agent);
     };
   }
 
@@ -46,6 +49,7 @@ export class AuthAttempts {
   bounds(agent: string): AuthenticationBounds {
     const attempt = this.byAgent.get(agent);
     if (!attempt) return { timeoutMs: this.defaultTimeoutMs, asked: () => [] };
+    if (attempt.callers === 0) this.byAgent.delete(agent); // a cancelled one, read once
     return { timeoutMs: attempt.timeoutMs, signal: attempt.controller.signal, asked: () => [...attempt.urls] };
   }
 

@@ -6,7 +6,8 @@
  * The choices are kept and re-applied when the agent reopens the session with others.
  */
 import type { ClientConnection, SessionConfigOption } from '../core/acp-types.js';
-import { failures, invalidOptions, toError, type AgentError } from '../core/errors.js';
+import type { Clock } from '../core/clock.js';
+import { agentFailure, failures, invalidOptions, toError, type AgentError } from '../core/errors.js';
 import { acpMethods, toRequestError, validateSetConfigOptionResponse } from '../services/acp-client.service.js';
 import type { SessionRecord } from './session-registry.js';
 import { selectValues } from './session-state.js';
@@ -18,6 +19,9 @@ export interface SessionControlDependencies {
   /** The agent's usable connection, if it has one. */
   connectionOf(agent: string): ClientConnection | undefined;
   displayName(agent: string): string;
+  /** The supervisor's clock: a control the agent does not answer within `timeoutMs` is cancelled. */
+  clock: Clock;
+  timeoutMs: number;
 }
 
 /** What a control request carries besides its own fields. */
@@ -35,13 +39,15 @@ export class SessionControls {
    */
   async setMode(record: SessionRecord, modeId: string, options: ControlOptions = {}): Promise<void> {
     if (typeof modeId !== 'string' || modeId === '') throw invalidOptions('A mode id must be a non-empty string', record.agent);
+    checkMeta(record.agent, options);
     const modes = record.state.get('modes');
-    if (!modes) {
+    // Modes the agent never offered (only announced a current one) are no modes to set.
+    if (!modes || modes.availableModes.length === 0) {
       const option = this.optionOfCategory(record, 'mode');
       if (!option) throw this.unsupported(record, 'modes for this session');
       return this.setConfigOption(record, option.id, modeId, options);
     }
-    if (modes.availableModes.length > 0 && !modes.availableModes.some((mode) => mode.id === modeId)) {
+    if (!modes.availableModes.some((mode) => mode.id === modeId)) {
       throw invalidOptions(`Unknown mode "${modeId}": ${this.deps.displayName(record.agent)} offers ${modes.availableModes.map((mode) => mode.id).join(', ')}`, record.agent);
     }
     const connection = this.usableConnection(record);
@@ -54,6 +60,7 @@ export class SessionControls {
   /** `session/set_config_option`: the value must be one of a select option's values, or a boolean for a boolean option. */
   async setConfigOption(record: SessionRecord, configId: string, value: string | boolean, options: ControlOptions = {}): Promise<void> {
     if (typeof configId !== 'string' || configId === '') throw invalidOptions('A config option id must be a non-empty string', record.agent);
+    checkMeta(record.agent, options);
     const configOptions = record.state.get('configOptions');
     if (configOptions.length === 0) throw this.unsupported(record, 'config options for this session');
     const option = configOptions.find((candidate) => candidate.id === configId);
@@ -73,6 +80,7 @@ export class SessionControls {
    */
   async setModel(record: SessionRecord, modelId: string, options: ControlOptions = {}): Promise<void> {
     if (typeof modelId !== 'string' || modelId === '') throw invalidOptions('A model id must be a non-empty string', record.agent);
+    checkMeta(record.agent, options);
     const option = this.optionOfCategory(record, 'model');
     if (option) return this.setConfigOption(record, option.id, modelId, options);
     const models = record.state.get('models');
@@ -132,11 +140,23 @@ export class SessionControls {
     return connection;
   }
 
+  /**
+   * One control request, bounded: an agent that does not answer within `timeoutMs` (the
+   * supervisor's clock) is sent `$/cancel_request` and the control rejects `protocol_error`;
+   * so does one whose session is released meanwhile. A resume re-applying choices never wedges.
+   */
   private async send(record: SessionRecord, connection: ClientConnection, method: string, params: Record<string, unknown>): Promise<unknown> {
+    const cancel = new AbortController();
+    const timer = this.deps.clock.setTimeout(() => cancel.abort(new Error(`no answer within ${this.deps.timeoutMs} ms`)), this.deps.timeoutMs);
+    const onRelease = () => cancel.abort(new Error('the session was closed'));
+    void record.released.then(onRelease);
     try {
-      return await connection.agent.request(method, params);
+      return await connection.agent.request(method, params, { cancellationSignal: cancel.signal, stopWaitingOnCancel: true });
     } catch (error) {
+      if (cancel.signal.aborted) throw agentFailure('protocol_error', record.agent, `${method} failed: ${(cancel.signal.reason as Error).message}`, error);
       throw toRequestError(record.agent, connection, error, method);
+    } finally {
+      this.deps.clock.clearTimeout(timer);
     }
   }
 
@@ -148,6 +168,11 @@ export class SessionControls {
 /** `_meta` for a request, when given. */
 export function meta(options: { meta?: Record<string, unknown> | undefined }): { _meta?: Record<string, unknown> } {
   return options.meta === undefined ? {} : { _meta: options.meta };
+}
+
+function checkMeta(agent: string, options: ControlOptions): void {
+  const given = options.meta as unknown;
+  if (given !== undefined && (given === null || typeof given !== 'object' || Array.isArray(given))) throw invalidOptions('Option meta must be an object', agent);
 }
 
 function checkValue(agent: string, option: SessionConfigOption, value: unknown): void {

@@ -96,10 +96,11 @@ export class SessionOpener {
     } catch (error) {
       throw this.failure(agent, error, 'session/new');
     }
-    const record = this.open(agent, sessionId, settings, sandbox);
-    record.state.fromAnswer(answer);
-    record.answerMeta = meta;
-    return record;
+    // The answer's state first, then the updates that came before the session was known (they are newer).
+    return this.open(agent, sessionId, settings, sandbox, false, (record) => {
+      record.state.fromAnswer(answer);
+      record.answerMeta = meta;
+    });
   }
 
   /**
@@ -124,6 +125,7 @@ export class SessionOpener {
         ...(settings.meta ? { _meta: settings.meta } : {}),
       });
       record.state.fromAnswer(validateReopenAnswer(method, answer));
+      record.answerMeta = metaOf(answer);
     } catch (error) {
       await this.deps.sessions.close(record);
       throw this.failure(agent, error, method);
@@ -133,7 +135,7 @@ export class SessionOpener {
     return record;
   }
 
-  private open(agent: ConnectedAgent, sessionId: string, settings: SessionSettings, sandbox: FsSandbox, replaying = false): SessionRecord {
+  private open(agent: ConnectedAgent, sessionId: string, settings: SessionSettings, sandbox: FsSandbox, replaying = false, prepare?: (record: SessionRecord) => void): SessionRecord {
     const record = this.deps.sessions.open(
       { agent: agent.name, displayName: agent.displayName, sessionId, stallTimeoutMs: settings.stallTimeoutMs, onStall: settings.onStall },
       {
@@ -152,6 +154,7 @@ export class SessionOpener {
       },
       settings.onUpdate,
       replaying,
+      prepare,
     );
     if (settings.lease) this.deps.claimWorkspace(settings.lease, agent.name, sessionId);
     return record;
@@ -170,4 +173,10 @@ export class SessionOpener {
 /** A session's sandbox, its roots resolved off the event loop: a session opening on a slow disk does not stall the other agents. */
 function sandboxOf(settings: SessionSettings): Promise<FsSandbox> {
   return FsSandbox.open([settings.cwd, ...settings.roots]);
+}
+
+/** The `_meta` of an agent's answer, when it carried one. */
+function metaOf(answer: unknown): Record<string, unknown> | null {
+  const meta = (answer as { _meta?: unknown } | null)?._meta;
+  return meta !== null && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : null;
 }

@@ -261,7 +261,14 @@ export class SessionRegistry {
    * Opens a session on a connected agent: the agent machine spawns its session child,
    * and the record follows it until it stops.
    */
-  open(input: Omit<SessionMachineInput, 'key'>, resources: SessionResources, onUpdate?: (update: SessionUpdate) => void, replaying = false): SessionRecord {
+  open(
+    input: Omit<SessionMachineInput, 'key'>,
+    resources: SessionResources,
+    onUpdate?: (update: SessionUpdate) => void,
+    replaying = false,
+    /** Runs before the updates that came early are delivered: the session/new answer's state, older than they are. */
+    prepare?: (record: SessionRecord) => void,
+  ): SessionRecord {
     const { agent, sessionId } = input;
     const key = `${sessionId}#${++this.openings}`;
     this.deps.agentActor(agent)?.send({ type: 'session.open', session: { ...input, key } });
@@ -276,6 +283,7 @@ export class SessionRegistry {
     if (!ofAgent) this.records.set(agent, (ofAgent = new Map()));
     ofAgent.set(sessionId, record);
     record.attach(this.deps.events, () => void this.release(record));
+    prepare?.(record);
     const waiting = this.early.get(agent);
     if (waiting) {
       this.early.set(agent, waiting.filter((notification) => notification.sessionId !== sessionId));

@@ -29,6 +29,7 @@ import { servedCapabilities } from '../services/runtimes/runtimes.js';
 import type { Retention } from '../core/store.js';
 import { EventHub } from '../util/event-hub.js';
 import { clientCapabilities, createClientHandlers, type ExtensionHandlers } from './acp-client-handlers.js';
+import { AgentRequests } from './agent-requests.js';
 import { AuthAttempts } from './auth-attempts.js';
 import { ElicitationBroker } from './elicitation-broker.js';
 import type { TerminalLogin } from './terminal-login.js';
@@ -89,6 +90,9 @@ export interface RuntimeSettings {
 
 export type AgentActorRef = ActorRefFrom<typeof agentMachine>;
 
+/** How long a session control (set_mode, set_config_option, set_model) may wait for the agent's answer. */
+const controlTimeoutMs = 30_000;
+
 /** How often retention is enforced while writes come in (real time). */
 const pruneEveryMs = 60_000;
 
@@ -120,12 +124,15 @@ export class SupervisorRuntime {
   readonly ptyTerminals: PtyTerminals;
   /** The authenticate() calls under way: their timeout, cancel and what the agent asked a person to do. */
   readonly authAttempts: AuthAttempts;
+  /** Requests of a connected agent outside sessions: its session list, deletions, extensions, terminal logins. */
+  readonly requests: AgentRequests;
   /** Sessions' modes, config options and models (docs/acp.md). */
   readonly controls: SessionControls;
 
   constructor(settings: RuntimeSettings) {
     this.now = () => clockNow(settings.clockForTimers);
     this.authAttempts = new AuthAttempts(settings.authTimeoutMs);
+    this.requests = new AgentRequests({ clock: settings.clockForTimers, authTimeoutMs: settings.authTimeoutMs, terminalLogin: settings.terminalLogin });
     this.ptyTerminals = new PtyTerminals({
       clock: settings.clockForTimers,
       settings: (agent) => this.specs.get(agent)?.pty ?? {},
@@ -162,6 +169,8 @@ export class SupervisorRuntime {
     this.controls = new SessionControls({
       connectionOf: (agent) => this.connections.usable(agent),
       displayName: (agent) => this.specs.get(agent)?.displayName ?? agent,
+      clock: settings.clockForTimers,
+      timeoutMs: controlTimeoutMs,
     });
     // A person is being asked (a permission, an elicitation): the session machine waits, it is not a stall.
     const asking = {

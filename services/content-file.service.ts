@@ -3,6 +3,7 @@
  * bytes), its mime type, and its bytes, bounded. Which ACP content block it becomes depends
  * on what the agent accepts, and is decided by the caller (runtime/prompt-content.ts).
  */
+import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -60,7 +61,8 @@ const imageSignatures: Array<[string, number[]]> = [
  */
 export async function readContentFile(path: string, maxBytes: number): Promise<ContentFile> {
   const absolute = resolve(path);
-  const handle = await open(absolute, 'r');
+  // Non-blocking: a FIFO with no writer would hold a thread-pool thread (and the caller) forever; it is refused below.
+  const handle = await open(absolute, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   try {
     const stat = await handle.stat();
     if (!stat.isFile()) throw Object.assign(new Error(`${absolute} is not a regular file`), { code: 'EISDIR' });

@@ -380,7 +380,15 @@ export class FsSandbox {
       if (names.length === 0) {
         if (intent === 'check' || intent === 'check-may-not-exist') return { kind: 'named', real: await this.verifiedPath(request, dir.handle, dir.path) };
         // The root itself, as a descriptor of its own ('.' under the root's: the same directory).
-        if (intent === 'open-directory') return { kind: 'opened', handle: await open(this.at(dir, '.'), OPEN_DIRECTORY), real: await this.verifiedPath(request, dir.handle, dir.path) };
+        if (intent === 'open-directory') {
+          const handle = await open(this.at(dir, '.'), OPEN_DIRECTORY);
+          try {
+            return { kind: 'opened', handle, real: await this.verifiedPath(request, dir.handle, dir.path) };
+          } catch (error) {
+            await handle.close();
+            throw error;
+          }
+        }
         throw fsError('EISDIR', 'illegal operation on a directory', request);
       }
       for (let index = 0; index < names.length - 1; index++) {

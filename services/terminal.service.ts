@@ -477,11 +477,19 @@ export class TerminalSet {
     await terminal.release(this.requestTimeoutMs);
   }
 
+  /**
+   * Keeps a released terminal's output: the last {@link keptReleasedOutputs}, and no more bytes
+   * in all than the session's cap on kept output (oldest dropped first) — released terminals
+   * cannot grow a session past the bound its live ones have.
+   */
   private keepReleasedOutput(id: string, output: ReturnType<Terminal['output']>): void {
     this.releasedOutputs.set(id, output);
-    for (const oldest of this.releasedOutputs.keys()) {
-      if (this.releasedOutputs.size <= keptReleasedOutputs) break;
+    let bytes = 0;
+    for (const kept of this.releasedOutputs.values()) bytes += Buffer.byteLength(kept.output);
+    for (const [oldest, kept] of this.releasedOutputs) {
+      if (this.releasedOutputs.size <= keptReleasedOutputs && bytes <= this.budget.cap) break;
       this.releasedOutputs.delete(oldest);
+      bytes -= Buffer.byteLength(kept.output);
     }
   }
 
@@ -489,6 +497,7 @@ export class TerminalSet {
   async releaseAll(): Promise<void> {
     this.closed = true;
     const all = [...this.terminals.values()];
+    for (const [id, terminal] of this.terminals) this.keepReleasedOutput(id, terminal.output()); // readable after the session closed
     this.terminals.clear();
     await Promise.all(all.map((terminal) => terminal.release(this.requestTimeoutMs)));
   }

@@ -14,12 +14,12 @@ import { eventually, fixtureSpec, useRealAgentEnvironment } from '../support/rea
 const env = useRealAgentEnvironment();
 const url = 'https://example.invalid/device?code=WXYZ-1234';
 
-function lockedAgent(clock?: SimulatedClock): { supervisor: Supervisor; hold: string; stderr: () => string } {
+function lockedAgent(clock?: SimulatedClock, flags: string[] = []): { supervisor: Supervisor; hold: string; stderr: () => string } {
   const hold = env.files.path('auth.hold');
   const log = env.files.path('stderr.log');
   writeFileSync(hold, '');
   const supervisor = createSupervisor({
-    agents: { fixture: fixtureSpec(['--require-auth', '--auth-hold-file', hold, '--auth-prompt', `Open ${url} to log in`]) },
+    agents: { fixture: fixtureSpec(['--require-auth', '--auth-hold-file', hold, '--auth-prompt', `Open ${url} to log in`, ...flags]) },
     stateDir: false,
     ...(clock ? { clock } : {}),
   });
@@ -63,6 +63,22 @@ describe('authenticate() is bounded', () => {
     rmSync(hold);
     await supervisor.authenticate('fixture', 'fixture-token');
     expect(supervisor.getStatus('fixture')).toBe('connected');
+  });
+
+  it('an agent that ignores the cancel does not hold authenticate(): auth_timeout on time, and the next call is bounded afresh', async () => {
+    const clock = new SimulatedClock();
+    const { supervisor, hold } = lockedAgent(clock, ['--auth-ignores-cancel']);
+    await expect(supervisor.newSession('fixture', { cwd: env.files.dir })).rejects.toMatchObject({ kind: 'auth_required' });
+    const first = supervisor.authenticate('fixture', 'fixture-token', { timeoutMs: 1_000 }).catch((error: unknown) => error);
+    await eventually(() => supervisor.describe('fixture').state === 'needsAuth.authenticating', 'the login to begin');
+    clock.increment(1_000);
+    expect(await first).toMatchObject({ kind: 'auth_timeout' });
+    expect(supervisor.getStatus('fixture')).toBe('needsAuth');
+    const second = supervisor.authenticate('fixture', 'fixture-token', { timeoutMs: 2_000 }).catch((error: unknown) => error);
+    await eventually(() => supervisor.describe('fixture').state === 'needsAuth.authenticating', 'the second login to begin');
+    clock.increment(2_000);
+    expect(await second).toMatchObject({ kind: 'auth_timeout', message: expect.stringContaining('2000 ms') as unknown });
+    rmSync(hold);
   });
 
   it("the caller's signal cancels the login itself: aborted, the agent hears the cancel, still parked", async () => {
