@@ -30,8 +30,8 @@ const AGENT_RACE_MIN_OPS = 1_000;
 const RACE_MAX_MS = 8_000;
 /** Spawns are slower than fs calls: thousands of terminals still fit in the time. */
 const TERMINAL_RACE_OPS = 2_000;
-const TERMINAL_RACE_MIN_OPS = 300;
-const TERMINAL_RACE_MAX_MS = 6_000;
+const TERMINAL_RACE_MIN_OPS = 500;
+const TERMINAL_RACE_MAX_MS = 12_000;
 
 const unavailable = swapperUnavailable();
 if (unavailable) console.warn(`sandbox race tests SKIPPED: ${unavailable}`);
