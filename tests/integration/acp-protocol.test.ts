@@ -144,7 +144,13 @@ describe("the agent's own session history", () => {
     env.supervisor = createSupervisor({ agents: { full: fullAgent(), plain: fixtureSpec() }, stateDir: false });
     const session = await env.supervisor.newSession('full', { cwd: env.files.dir });
     await session.close();
-    // Closed on the agent: a prompt there would be refused; it is still listed (closed, not deleted).
+    // Closed on the agent (session/close is not awaited by close(): wait for the agent to have it): a prompt there is refused.
+    const handle = await env.supervisor.ensureAgent('full');
+    const promptThere = () => handle.connection.agent.request('session/prompt', { sessionId: session.id, prompt: [{ type: 'text', text: 'x' }] }).then(() => 'answered', (error: { code?: number }) => error.code);
+    let answer: unknown = 'answered';
+    for (let tries = 0; tries < 100 && answer !== -32002; tries++) answer = await promptThere();
+    expect(answer).toBe(-32002);
+    // It is still listed (closed, not deleted).
     const listed = async () => (await env.supervisor!.listAgentSessions('full')).sessions.map((info) => info.sessionId);
     expect(await listed()).toContain(session.id);
     const other = await env.supervisor.newSession('full', { cwd: env.files.dir });
@@ -184,6 +190,14 @@ describe('elicitation', () => {
     expect(bySupervisor?.sessionId).toBe(session.id);
     expect(await bySupervisor!.settled).toMatchObject({ action: 'accept' });
     expect(statuses).toEqual(['running', 'awaiting_permission', 'running', 'completed']);
+    // The transcript keeps the request and the action with the fields' names — never what was typed.
+    const stored = [];
+    for await (const entry of env.supervisor!.history(session.id)) stored.push(entry);
+    expect(stored.find((entry) => entry.kind === 'elicitation')?.data).toMatchObject({ mode: 'form', requestedSchema: { required: ['name'] } });
+    const outcome = stored.find((entry) => entry.kind === 'elicitation_outcome');
+    expect(outcome?.data).toMatchObject({ action: 'accept', fields: ['name', 'count', 'color', 'ok'] });
+    // (the fixture repeats the answer in its own message; the outcome entry itself holds no value)
+    expect(JSON.stringify(stored.filter((entry) => entry.kind.startsWith('elicitation')))).not.toContain('Ada');
   });
 
   it('a function policy answers; a url elicitation completes; a request-scoped one follows the supervisor policy', async () => {

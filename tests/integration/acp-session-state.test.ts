@@ -16,7 +16,17 @@ async function fullSession(flags: string[] = [], options: Parameters<typeof crea
   return env.supervisor.newSession('full', { cwd: env.files.dir });
 }
 
-/** Rejects with an AgentError of `kind`, and the agent received nothing (it still answers a prompt). */
+/** The text of one prompt turn. */
+async function replyOf(session: Session, prompt: string): Promise<string> {
+  const received = collectChunks(session);
+  await session.prompt(prompt);
+  return received.text();
+}
+
+/** The JSON list of a `controls-received` reply. */
+const collected = (text: string): string[] => JSON.parse(text.replace(/^controls:/, '')) as string[];
+
+/** Rejects with an AgentError of `kind`. */
 async function refused(promise: Promise<unknown>, kind: string): Promise<AgentError> {
   const error = await promise.then(
     () => {
@@ -198,12 +208,15 @@ describe('controls', () => {
     await refused(session.setConfigOption('model', true), 'invalid_options');
     await refused(session.setModel('gpt-nonsense'), 'invalid_options');
     expect(sent).toEqual([]);
+    // The agent received none of them.
+    expect(collected(await replyOf(session, command({ op: 'controls-received' })))).toEqual([]);
     const before = session.state;
     const locked = await refused(session.setMode('locked'), 'protocol_error');
     expect(locked.message).toMatch(/mode locked/);
     await refused(session.setModel('fixture-forbidden'), 'protocol_error');
+    expect(collected(await replyOf(session, command({ op: 'controls-received' })))).toEqual(['set_mode locked', 'set_config_option model=fixture-forbidden']);
     expect(session.state).toEqual(before);
-    expect(session.status).toBe('ready');
+    expect(session.status).toBe('completed'); // the last turn (controls-received) ended; nothing failed
     expect(await session.prompt('usable')).toBe('end_turn');
   });
 
