@@ -17,7 +17,7 @@ export interface LoadSessionDependencies {
   /** What the agent's current connection advertised. */
   capabilitiesOf(agent: string): NonNullable<InitializeResponse['agentCapabilities']>;
   /** The parameters a session was opened with, for session/load or session/resume. */
-  sessionParams(agent: string, sessionId: string): { cwd: string; mcpServers: McpServer[]; additionalDirectories?: string[] } | undefined;
+  sessionParams(agent: string, sessionId: string): { cwd: string; mcpServers: McpServer[]; additionalDirectories?: string[]; _meta?: Record<string, unknown> } | undefined;
   /** Told when session/load starts replaying the session's history and when it is done. */
   replaying?(agent: string, sessionId: string, replaying: boolean): void;
   /** The agent answered: the session's state as it reports it now; resolves once the user's choices are set again. */

@@ -8,7 +8,16 @@ import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
-import { acpMethods, isAuthRequired, reopenMethod, toRequestError, validateNewSessionResponse, validateReopenAnswer, withModels } from '../services/acp-client.service.js';
+import {
+  acpMethods,
+  isAuthRequired,
+  reopenMethod,
+  sessionRequestExtras,
+  toRequestError,
+  validateNewSessionResponse,
+  validateReopenAnswer,
+  withModels,
+} from '../services/acp-client.service.js';
 import type { Containment, ContainmentMechanism } from '../services/containment/containment.js';
 import { FsSandbox } from '../services/fs-sandbox.service.js';
 import { TerminalSet, type ProcessRecord } from '../services/terminal.service.js';
@@ -85,8 +94,7 @@ export class SessionOpener {
       const request = agent.connection.agent.request(acpMethods.agent.session.new, {
         cwd: settings.cwd,
         mcpServers: settings.mcpServers,
-        ...(settings.roots.length > 0 && agent.agentCapabilities.sessionCapabilities?.additionalDirectories ? { additionalDirectories: settings.roots } : {}),
-        ...(settings.meta ? { _meta: settings.meta } : {}),
+        ...sessionRequestExtras(agent.agentCapabilities, settings.roots, settings.meta),
       });
       const raw = await abortable(request, signal, agent.name);
       const checked = validateNewSessionResponse(raw);
@@ -121,8 +129,7 @@ export class SessionOpener {
         sessionId,
         cwd: settings.cwd,
         mcpServers: settings.mcpServers,
-        ...(settings.roots.length > 0 && agent.agentCapabilities.sessionCapabilities?.additionalDirectories ? { additionalDirectories: settings.roots } : {}),
-        ...(settings.meta ? { _meta: settings.meta } : {}),
+        ...sessionRequestExtras(agent.agentCapabilities, settings.roots, settings.meta),
       });
       record.state.fromAnswer(validateReopenAnswer(method, answer));
       record.answerMeta = metaOf(answer);
@@ -150,6 +157,7 @@ export class SessionOpener {
         }),
         permissions: settings.permissions,
         elicitation: settings.elicitation,
+        ...(settings.meta ? { meta: settings.meta } : {}),
         workspace: settings.lease ?? null,
       },
       settings.onUpdate,

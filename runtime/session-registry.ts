@@ -99,6 +99,8 @@ export interface SessionResources {
   sandbox: FsSandbox;
   terminals: TerminalSet;
   permissions: PermissionPolicy;
+  /** The `_meta` the session was opened with: sent again when a crash reopens it. */
+  meta?: Record<string, unknown>;
   /** How this session's elicitations are answered (the supervisor's policy unless the session set its own). */
   elicitation: ElicitationPolicy;
   /** The session's own workspace (`newSession(agent, { workspace })`), cleaned up when it is released. */

@@ -23,7 +23,7 @@ import { agentMachine } from '../machines/agent.machine.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import { sessionMachine } from '../machines/session.machine.js';
 import { supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
-import { acpMethods } from '../services/acp-client.service.js';
+import { acpMethods, sessionRequestExtras } from '../services/acp-client.service.js';
 import { AgentRecords, recordSpawned, type SweepResult } from '../services/agent-records.service.js';
 import { servedCapabilities } from '../services/runtimes/runtimes.js';
 import type { Retention } from '../core/store.js';
@@ -276,8 +276,8 @@ export class SupervisorRuntime {
           capabilitiesOf: (agent) => this.connections.get(agent)?.initialize.agentCapabilities ?? {},
           sessionParams: (agent, sessionId) => {
             const resources = this.sessions.get(agent, sessionId)?.resources;
-            const additionalDirectories = this.connections.get(agent)?.initialize.agentCapabilities?.sessionCapabilities?.additionalDirectories;
-            return resources && { cwd: resources.cwd, mcpServers: resources.mcpServers, ...(additionalDirectories && resources.roots.length > 0 ? { additionalDirectories: resources.roots } : {}) };
+            const capabilities = this.connections.get(agent)?.initialize.agentCapabilities;
+            return resources && { cwd: resources.cwd, mcpServers: resources.mcpServers, ...sessionRequestExtras(capabilities, resources.roots, resources.meta) };
           },
           reopened: async (agent, sessionId, answer) => {
             const record = this.sessions.get(agent, sessionId);

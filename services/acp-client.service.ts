@@ -179,6 +179,21 @@ export function withModels(checked: SessionStateAnswer, raw: unknown): SessionSt
   return state;
 }
 
+/**
+ * The optional fields a session request carries: `additionalDirectories` when there are
+ * some and the agent advertises them, and `_meta` when given.
+ */
+export function sessionRequestExtras(
+  capabilities: NonNullable<InitializeResponse['agentCapabilities']> | undefined,
+  roots: string[],
+  meta?: Record<string, unknown>,
+): { additionalDirectories?: string[]; _meta?: Record<string, unknown> } {
+  return {
+    ...(roots.length > 0 && capabilities?.sessionCapabilities?.additionalDirectories ? { additionalDirectories: roots } : {}),
+    ...(meta ? { _meta: meta } : {}),
+  };
+}
+
 /** Which request reopens an earlier session on an agent with these capabilities, by preference; null when it can do neither. */
 export function reopenMethod(capabilities: NonNullable<InitializeResponse['agentCapabilities']>, prefer: 'load' | 'resume'): 'session/load' | 'session/resume' | null {
   const canLoad = capabilities.loadSession === true;
