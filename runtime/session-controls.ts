@@ -54,7 +54,7 @@ export class SessionControls {
     await this.send(record, connection, acpMethods.agent.session.setMode, { sessionId: record.id, modeId, ...meta(options) });
     // Some agents announce the change only in text (gemini-cli): the answer itself says it took.
     record.state.setCurrentMode(modeId);
-    record.state.choices.modeId = modeId;
+    chosen(record, options, (choices) => (choices.modeId = modeId));
   }
 
   /** `session/set_config_option`: the value must be one of a select option's values, or a boolean for a boolean option. */
@@ -70,8 +70,10 @@ export class SessionControls {
     const params = option.type === 'boolean' ? { sessionId: record.id, configId, type: 'boolean' as const, value: value as boolean } : { sessionId: record.id, configId, value: value as string };
     const answer = validateSetConfigOptionResponse(await this.send(record, connection, acpMethods.agent.session.setConfigOption, { ...params, ...meta(options) }), record.agent);
     record.state.setConfigOptions(answer.configOptions);
-    if (option.category === 'mode') record.state.choices.modeId = value as string;
-    else record.state.choices.config[configId] = value;
+    chosen(record, options, (choices) => {
+      if (option.category === 'mode') choices.modeId = value as string;
+      else choices.config[configId] = value;
+    });
   }
 
   /**
@@ -91,7 +93,7 @@ export class SessionControls {
     const connection = this.usableConnection(record);
     await this.send(record, connection, setModelMethod, { sessionId: record.id, modelId, ...meta(options) });
     record.state.setCurrentModel(modelId);
-    record.state.choices.modelId = modelId;
+    chosen(record, options, (choices) => (choices.modelId = modelId));
   }
 
   /**
@@ -101,21 +103,24 @@ export class SessionControls {
    */
   async reapply(record: SessionRecord): Promise<Array<{ what: string; error: AgentError }>> {
     const { modeId, modelId, config } = record.state.choices;
+    const choicesAtStart = record.state.choices.made;
+    const again = { [reapplying]: true } as ControlOptions;
     const dropped: Array<{ what: string; error: AgentError }> = [];
     const attempt = async (what: string, differs: boolean, set: () => Promise<void>) => {
-      if (!differs) return;
+      // A choice the user made meanwhile (a control during the resume) is newer: it wins.
+      if (!differs || record.state.choices.made !== choicesAtStart) return;
       try {
         await set();
       } catch (error) {
         dropped.push({ what, error: error as AgentError });
       }
     };
-    if (modeId !== undefined) await attempt(`mode ${modeId}`, this.currentMode(record) !== modeId, () => this.setMode(record, modeId));
+    if (modeId !== undefined) await attempt(`mode ${modeId}`, this.currentMode(record) !== modeId, () => this.setMode(record, modeId, again));
     for (const [configId, value] of Object.entries(config)) {
       const current = record.state.get('configOptions').find((option) => option.id === configId)?.currentValue;
-      await attempt(`config option ${configId}`, current !== value, () => this.setConfigOption(record, configId, value));
+      await attempt(`config option ${configId}`, current !== value, () => this.setConfigOption(record, configId, value, again));
     }
-    if (modelId !== undefined) await attempt(`model ${modelId}`, record.state.get('models')?.currentModelId !== modelId, () => this.setModel(record, modelId));
+    if (modelId !== undefined) await attempt(`model ${modelId}`, record.state.get('models')?.currentModelId !== modelId, () => this.setModel(record, modelId, again));
     return dropped;
   }
 
@@ -163,6 +168,16 @@ export class SessionControls {
   private unsupported(record: SessionRecord, what: string): AgentError {
     return toError(record.agent, failures.unsupported(this.deps.displayName(record.agent), what));
   }
+}
+
+/** Marks the controls a re-application sends: they set what was chosen, they are no new choice. */
+const reapplying = Symbol('reapplying');
+
+/** Records the user's choice (never a re-application's), and counts it. */
+function chosen(record: SessionRecord, options: ControlOptions, choose: (choices: SessionRecord['state']['choices']) => void): void {
+  if ((options as { [reapplying]?: boolean })[reapplying]) return;
+  choose(record.state.choices);
+  record.state.choices.made++;
 }
 
 /** `_meta` for a request, when given. */

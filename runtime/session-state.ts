@@ -42,6 +42,8 @@ export interface SessionChoices {
   modeId?: string;
   modelId?: string;
   config: Record<string, string | boolean>;
+  /** Counts the choices made: a re-application stops when the user chose again meanwhile. */
+  made: number;
 }
 
 type StateKind = 'current_mode_update' | 'config_option_update' | 'available_commands_update' | 'plan' | 'usage_update' | 'session_info_update';
@@ -59,7 +61,7 @@ export const stateUpdateKinds: ReadonlySet<string> = new Set<StateKind>([
 export class SessionState {
   private readonly fields: SessionStateFields = { modes: null, configOptions: [], commands: [], plan: null, usage: null, title: null, models: null };
   /** What the user chose, in the order it was set. */
-  readonly choices: SessionChoices = { config: {} };
+  readonly choices: SessionChoices = { config: {}, made: 0 };
 
   constructor(private readonly changed: <K extends keyof SessionStateFields>(field: K, value: SessionStateFields[K]) => void = () => {}) {}
 
