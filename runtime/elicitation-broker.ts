@@ -17,6 +17,7 @@ import {
   type ElicitationValue,
 } from '../core/elicitation.js';
 import { invalidOptions } from '../core/errors.js';
+import { PendingAsks, sessionGroup } from './pending-asks.js';
 
 const cancelled: ElicitationAnswer = { action: 'cancel' };
 const declined: ElicitationAnswer = { action: 'decline' };
@@ -40,75 +41,59 @@ export interface ElicitationBrokerHooks {
 }
 
 export class ElicitationBroker {
-  private readonly pendingRequests = new Map<string, { agent: string; sessionId: string | null; settle(answer: ElicitationAnswer): void }>();
-  private nextId = 0;
+  private readonly asks: PendingAsks<ElicitationAnswer>;
 
-  constructor(private readonly hooks: ElicitationBrokerHooks) {}
+  constructor(private readonly hooks: ElicitationBrokerHooks) {
+    this.asks = new PendingAsks({ prefix: 'elicitation', clock: hooks.clock, timeoutMs: hooks.timeoutMs, cancelled });
+  }
 
   /** Answers one request according to `policy` (the session's, or the supervisor's for a request-scoped one). Never rejects. */
   request(agent: string, params: CreateElicitationRequest, policy: ElicitationPolicy, signal: AbortSignal): Promise<ElicitationAnswer> {
     const view = elicitationView(agent, params);
-    const requestId = `elicitation-${++this.nextId}`;
     const { sessionId } = view;
-    return new Promise<ElicitationAnswer>((resolveRequest) => {
-      let done = false;
-      let settledAnswer!: (answer: ElicitationAnswer) => void;
-      const settled = new Promise<ElicitationAnswer>((resolve) => (settledAnswer = resolve));
-      const timer = this.hooks.clock.setTimeout(() => settle(cancelled), this.hooks.timeoutMs);
-      const onAbort = () => settle(cancelled);
-      const settle = (answer: ElicitationAnswer) => {
-        if (done) return;
-        done = true;
-        this.hooks.clock.clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        this.pendingRequests.delete(requestId);
-        if (sessionId !== null) {
-          this.hooks.settled(agent, sessionId, requestId);
-          this.hooks.journal?.answered(agent, sessionId, requestId, answer);
-        }
-        settledAnswer(answer);
-        resolveRequest(answer);
-      };
-      this.pendingRequests.set(requestId, { agent, sessionId, settle });
-      signal.addEventListener('abort', onAbort, { once: true });
-      if (sessionId !== null) {
-        this.hooks.pending(agent, sessionId, requestId);
-        this.hooks.journal?.requested(requestId, { ...view, sessionId });
-      }
-      // A mode this client does not know (the schema lets agents name their own) is declined, like any under 'decline'.
-      if (policy === 'decline' || !knownModes.has((params as { mode?: unknown }).mode)) return settle(declined);
-      if (typeof policy === 'function') {
-        Promise.resolve()
-          .then(() => policy(view))
-          .then(
-            (answer) => {
-              const issue = elicitationAnswerIssue(view, answer);
-              if (issue === null) return settle(answer);
-              this.hooks.invalidAnswer?.(view, issue);
-              settle(cancelled);
-            },
-            () => settle(cancelled),
-          );
-        return;
-      }
+    const ask = this.asks.ask(sessionGroup(agent, sessionId), signal, (requestId, answer) => {
+      if (sessionId === null) return;
+      this.hooks.settled(agent, sessionId, requestId);
+      this.hooks.journal?.answered(agent, sessionId, requestId, answer);
+    });
+    if (sessionId !== null) {
+      this.hooks.pending(agent, sessionId, ask.id);
+      this.hooks.journal?.requested(ask.id, { ...view, sessionId });
+    }
+    // A mode this client does not know (the schema lets agents name their own) is declined, like any under 'decline'.
+    if (policy === 'decline' || !knownModes.has((params as { mode?: unknown }).mode)) {
+      ask.settle(declined);
+    } else if (typeof policy === 'function') {
+      Promise.resolve()
+        .then(() => policy(view))
+        .then(
+          (answer) => {
+            const issue = elicitationAnswerIssue(view, answer);
+            if (issue !== null) this.hooks.invalidAnswer?.(view, issue);
+            ask.settle(issue === null ? answer : cancelled);
+          },
+          () => ask.settle(cancelled),
+        );
+    } else {
       const respond = (action: 'accept' | 'decline' | 'cancel', content?: Record<string, ElicitationValue>) => {
-        if (done) return;
+        if (ask.done) return;
         const answer = (action === 'accept' ? { action, ...(content !== undefined ? { content } : {}) } : { action }) as ElicitationAnswer;
         const issue = elicitationAnswerIssue(view, answer);
         if (issue !== null) throw invalidOptions(`This elicitation cannot be answered so: ${issue}`, agent);
-        settle(answer);
+        ask.settle(answer);
       };
-      const heard = this.hooks.ask({ ...view, respond, settled });
-      if (!heard) settle(declined); // nobody listens: decline at once, never leave the agent waiting
-    });
+      const heard = this.hooks.ask({ ...view, respond, settled: ask.answer });
+      if (!heard) ask.settle(declined); // nobody listens: decline at once, never leave the agent waiting
+    }
+    return ask.answer;
   }
 
   /** Answers `cancel` to every pending request of one session (its turn was cancelled). */
   cancelSession(agent: string, sessionId: string): void {
-    for (const pending of [...this.pendingRequests.values()]) if (pending.agent === agent && pending.sessionId === sessionId) pending.settle(cancelled);
+    this.asks.cancelGroup(sessionGroup(agent, sessionId));
   }
 
   get size(): number {
-    return this.pendingRequests.size;
+    return this.asks.size;
   }
 }
