@@ -12,6 +12,7 @@ import type { Clock } from '../core/clock.js';
 import { agentFailure, failures, toError } from '../core/errors.js';
 import type { AuthenticateInput } from '../machines/agent-events.js';
 import { acpMethods } from '../services/acp-client.service.js';
+import { deadline } from '../util/deadline.js';
 
 /** One authenticate() as its callers bound it. */
 export interface AuthenticationBounds {
@@ -37,14 +38,12 @@ export function createAuthenticateActor(deps: AuthenticateDependencies) {
     const connection = deps.connectionOf(input.agent);
     if (!connection) throw toError(input.agent, failures.notConnected(input.agent));
     const bounds = deps.bounds(input.agent);
-    const cancel = new AbortController();
-    const timer = deps.clock.setTimeout(() => cancel.abort(timedOut(input, bounds, deps.displayName(input.agent))), bounds.timeoutMs);
-    const onAbort = () => cancel.abort(agentFailure('aborted', input.agent, `authenticate() of ${deps.displayName(input.agent)} with ${input.methodId} was aborted by its caller`));
-    const onStop = () => cancel.abort(agentFailure('aborted', input.agent, `authenticate() of ${deps.displayName(input.agent)} was stopped`));
-    bounds.signal?.addEventListener('abort', onAbort, { once: true });
-    stopped.addEventListener('abort', onStop, { once: true });
+    const name = deps.displayName(input.agent);
+    const cancel = deadline(deps.clock, bounds.timeoutMs, () => timedOut(input, bounds, name), [
+      { signal: bounds.signal, reason: () => agentFailure('aborted', input.agent, `authenticate() of ${name} with ${input.methodId} was aborted by its caller`) },
+      { signal: stopped, reason: () => agentFailure('aborted', input.agent, `authenticate() of ${name} was stopped`) },
+    ]);
     try {
-      if (bounds.signal?.aborted) onAbort();
       cancel.signal.throwIfAborted();
       // stopWaitingOnCancel: a login waiting for a person may never answer the cancel.
       await connection.agent.request(acpMethods.agent.authenticate, { methodId: input.methodId }, { cancellationSignal: cancel.signal, stopWaitingOnCancel: true });
@@ -54,9 +53,7 @@ export function createAuthenticateActor(deps: AuthenticateDependencies) {
       if (cancel.signal.aborted) throw cancel.signal.reason;
       throw error;
     } finally {
-      deps.clock.clearTimeout(timer);
-      bounds.signal?.removeEventListener('abort', onAbort);
-      stopped.removeEventListener('abort', onStop);
+      cancel.clear();
     }
   });
 }

@@ -10,6 +10,7 @@ import type { AgentSpec } from '../core/agent-spec.js';
 import { agentFailure, authRequired, failures, toError } from '../core/errors.js';
 import { acpMethods, toRequestError, validateListSessionsResponse } from '../services/acp-client.service.js';
 import { abortable } from '../util/abort.js';
+import { deadline } from '../util/deadline.js';
 import type { TerminalLogin } from './terminal-login.js';
 
 /** A connected agent, as these requests need it (the facade's handle is one). */
@@ -80,11 +81,9 @@ export class AgentRequests {
     if (!run) throw toError(agent, failures.unsupported('agentvisor', `the terminal login "${method.id}" of ${name} without a terminalLogin option`));
     if (spec.runtime) throw toError(agent, failures.unsupported(name, `a terminal login on this host: it runs in the ${spec.runtime.kind} runtime, log in there`));
     const timeoutMs = options.timeoutMs ?? this.deps.authTimeoutMs;
-    const cancel = new AbortController();
-    const timer = this.deps.clock.setTimeout(() => cancel.abort(agentFailure('auth_timeout', agent, `The terminal login "${method.id}" of ${name} did not finish within ${timeoutMs} ms`)), timeoutMs);
-    const onAbort = () => cancel.abort(agentFailure('aborted', agent, `The terminal login "${method.id}" of ${name} was aborted by its caller`));
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    if (options.signal?.aborted) onAbort();
+    const cancel = deadline(this.deps.clock, timeoutMs, () => agentFailure('auth_timeout', agent, `The terminal login "${method.id}" of ${name} did not finish within ${timeoutMs} ms`), [
+      { signal: options.signal, reason: () => agentFailure('aborted', agent, `The terminal login "${method.id}" of ${name} was aborted by its caller`) },
+    ]);
     const login = { agent, methodId: method.id, command: spec.command, args: [...(spec.args ?? []), ...(method.args ?? [])], env: { ...spec.env, ...method.env }, cwd: spec.cwd, signal: cancel.signal };
     let exitCode: number | null;
     try {
@@ -96,8 +95,7 @@ export class AgentRequests {
           .then(resolve, (error: unknown) => reject(authRequired(agent, `The terminal login "${method.id}" of ${name} failed: ${error instanceof Error ? error.message : String(error)}`, [], error)));
       });
     } finally {
-      this.deps.clock.clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
+      cancel.clear();
     }
     if (exitCode !== 0) throw authRequired(agent, `The terminal login "${method.id}" of ${name} ended with ${exitCode === null ? 'a signal' : `exit code ${exitCode}`}`, []);
   }

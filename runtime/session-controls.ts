@@ -10,6 +10,7 @@ import type { Clock } from '../core/clock.js';
 import { agentFailure, failures, invalidOptions, toError, type AgentError } from '../core/errors.js';
 import { acpMethods, toRequestError, validateSetConfigOptionResponse } from '../services/acp-client.service.js';
 import type { SessionRecord } from './session-registry.js';
+import { deadline } from '../util/deadline.js';
 import { selectValues } from './session-state.js';
 
 /** The unstable request gemini-cli answers (the stable schema has the `model` config option instead). */
@@ -151,17 +152,18 @@ export class SessionControls {
    * so does one whose session is released meanwhile. A resume re-applying choices never wedges.
    */
   private async send(record: SessionRecord, connection: ClientConnection, method: string, params: Record<string, unknown>): Promise<unknown> {
-    const cancel = new AbortController();
-    const timer = this.deps.clock.setTimeout(() => cancel.abort(new Error(`no answer within ${this.deps.timeoutMs} ms`)), this.deps.timeoutMs);
-    const onRelease = () => cancel.abort(new Error('the session was closed'));
-    void record.released.then(onRelease);
+    const closed = new AbortController();
+    void record.released.then(() => closed.abort());
+    const cancel = deadline(this.deps.clock, this.deps.timeoutMs, () => new Error(`no answer within ${this.deps.timeoutMs} ms`), [
+      { signal: closed.signal, reason: () => new Error('the session was closed') },
+    ]);
     try {
       return await connection.agent.request(method, params, { cancellationSignal: cancel.signal, stopWaitingOnCancel: true });
     } catch (error) {
       if (cancel.signal.aborted) throw agentFailure('protocol_error', record.agent, `${method} failed: ${(cancel.signal.reason as Error).message}`, error);
       throw toRequestError(record.agent, connection, error, method);
     } finally {
-      this.deps.clock.clearTimeout(timer);
+      cancel.clear();
     }
   }
 
