@@ -18,7 +18,7 @@
  * - Reads are streamed: `line`/`limit` stop reading once the lines are collected, and an
  *   answer beyond `maxReadBytes` is refused. Every request has a `timeoutMs` deadline.
  */
-import { closeSync, constants, existsSync, fstatSync, openSync, readlinkSync, realpathSync, statSync, type BigIntStats, type Stats } from 'node:fs';
+import { constants, existsSync, type BigIntStats, type Stats } from 'node:fs';
 import { lstat, mkdir, open, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
@@ -161,14 +161,10 @@ export class FsSandbox {
   private readonly timeoutMs: number;
   private readonly procFd: boolean;
 
-  /**
-   * `roots[0]` is the session's cwd; relative paths are resolved against it. The roots are
-   * resolved here, once: build the sandbox when the session opens.
-   */
-  constructor(roots: string[], options: FsSandboxOptions = {}, resolved?: Root[]) {
-    if (roots.length === 0) throw new Error('FsSandbox needs at least one root');
-    this.procFd = options.procFd ?? procFdAvailable;
-    this.roots = resolved ?? roots.map((root) => resolveRoot(root, this.procFd));
+  /** Built by {@link FsSandbox.open}, from roots resolved once. */
+  private constructor(roots: Root[], procFd: boolean, options: FsSandboxOptions) {
+    this.procFd = procFd;
+    this.roots = roots;
     this.maxReadBytes = options.maxReadBytes ?? defaultMaxReadBytes;
     this.timeoutMs = options.timeoutMs ?? defaultFsTimeoutMs;
     if (!(this.maxReadBytes >= 0)) throw new RangeError(`FsSandbox: maxReadBytes must be a number >= 0, not ${this.maxReadBytes}`);
@@ -177,14 +173,14 @@ export class FsSandbox {
   }
 
   /**
-   * The sandbox of `roots`, resolved without blocking the event loop (the constructor resolves
-   * them synchronously: fine for a test, not for a supervisor whose other agents stream while a
-   * session opens on a slow disk).
+   * The sandbox of `roots`: `roots[0]` is the session's cwd, and relative paths are resolved
+   * against it. The roots are resolved here, once — open the sandbox when the session opens —
+   * and off the event loop, so a session opening on a slow disk does not stall the others.
    */
   static async open(roots: string[], options: FsSandboxOptions = {}): Promise<FsSandbox> {
     if (roots.length === 0) throw new Error('FsSandbox needs at least one root');
     const procFd = options.procFd ?? procFdAvailable;
-    return new FsSandbox(roots, options, await Promise.all(roots.map((root) => resolveRootAsync(root, procFd))));
+    return new FsSandbox(await Promise.all(roots.map((root) => resolveRoot(root, procFd))), procFd, options);
   }
 
   /** Opens `request`'s file and checks what was opened (a regular file, one link, inside a root); closes it on refusal. */
@@ -592,29 +588,6 @@ export class FsSandbox {
   }
 }
 
-/**
- * Resolves a root once: its real path and identity, both from one opened descriptor (so
- * they describe the same directory), or why it has none.
- */
-function resolveRoot(root: string, procFd: boolean): Root {
-  const given = resolve(root);
-  let fd: number | undefined;
-  try {
-    fd = openSync(given, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_NOCTTY);
-    const stats = fstatSync(fd, { bigint: true });
-    const real = procFd ? readlinkSync(`/proc/self/fd/${fd}`) : realpathSync.native(given);
-    if (!procFd) {
-      const named = statSync(real, { bigint: true });
-      if (named.dev !== stats.dev || named.ino !== stats.ino) return { given, real: given, identity: undefined, unavailable: 'it changed while it was resolved' };
-    }
-    return { given, real, identity: { dev: stats.dev, ino: stats.ino } };
-  } catch (error) {
-    return unavailableRoot(given, error);
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
 /** A root that could not be resolved, and why: its requests are refused (`root_changed`). */
 function unavailableRoot(given: string, error: unknown): Root {
   const code = errorCode(error);
@@ -622,8 +595,11 @@ function unavailableRoot(given: string, error: unknown): Root {
   return { given, real: given, identity: undefined, unavailable: why };
 }
 
-/** {@link resolveRoot} on the thread pool: one opened descriptor, its identity and real path. */
-async function resolveRootAsync(root: string, procFd: boolean): Promise<Root> {
+/**
+ * Resolves a root once, on the thread pool: its real path and identity, both from one opened
+ * descriptor (so they describe the same directory), or why it has none.
+ */
+async function resolveRoot(root: string, procFd: boolean): Promise<Root> {
   const given = resolve(root);
   let handle: FileHandle | undefined;
   try {

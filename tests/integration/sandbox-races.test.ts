@@ -132,7 +132,7 @@ describe.skipIf(unavailable !== undefined)('defect 12: check-then-use races, rac
   it('defect 12: a file swapped with a symlink to an outside file — no read leaks, no write lands outside (sandbox directly)', async () => {
     writeFileSync(join(root, 'f.txt'), 'inside');
     symlinkSync(join(outside, 'secret.txt'), join(root, 'flink'));
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     const seen = tally();
     const swapper = await startSwapper([join(root, 'f.txt'), join(root, 'flink')]);
     const ops = await hammer(RACE_OPS, 4, (i) =>
@@ -146,7 +146,7 @@ describe.skipIf(unavailable !== undefined)('defect 12: check-then-use races, rac
     mkdirSync(join(root, 'd'));
     writeFileSync(join(root, 'd', 'x.txt'), 'inside');
     symlinkSync(outside, join(root, 'dlink'));
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     const seen = tally();
     const swapper = await startSwapper([join(root, 'd'), join(root, 'dlink')]);
     const ops = await hammer(RACE_OPS, 4, (i) =>
@@ -164,7 +164,7 @@ describe.skipIf(unavailable !== undefined)('defect 12: check-then-use races, rac
   it('defect 5: a file swapped with a FIFO — every read and write settles at once, the FIFO is never read or written', async () => {
     writeFileSync(join(root, 'f.txt'), 'inside');
     execFileSync('mkfifo', [join(root, 'fifo')]);
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     const seen = tally();
     const swapper = await startSwapper([join(root, 'f.txt'), join(root, 'fifo')]);
     // A request that blocked on the FIFO would hold a threadpool thread: four of them stop every read.
@@ -185,7 +185,7 @@ describe.skipIf(unavailable !== undefined)('defect 12: check-then-use races, rac
   it('defect 13: the root itself swapped with a symlink to outside — refused or served from the real root, never outside (sandbox directly)', async () => {
     writeFileSync(join(root, 'x.txt'), 'inside');
     symlinkSync(outside, join(base, 'rootlink'));
-    const sandbox = new FsSandbox([root]); // the session opens while root is the real directory
+    const sandbox = await FsSandbox.open([root]); // the session opens while root is the real directory
     const seen = tally();
     const swapper = await startSwapper([root, join(base, 'rootlink')]);
     const ops = await hammer(RACE_OPS, 4, (i) =>
@@ -205,7 +205,7 @@ describe.skipIf(unavailable !== undefined)("a terminal's cwd, raced with renamea
   it('a cwd swapped with a symlink to outside between its check and the spawn: the command runs in the directory that was checked, never outside', async () => {
     mkdirSync(join(root, 'd'));
     symlinkSync(outside, join(root, 'dlink'));
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     const terminals = new TerminalSet(64 * 1024, { maxTerminals: 16 });
     const seen = tally();
     const swapper = await startSwapper([join(root, 'd'), join(root, 'dlink')]);

@@ -21,13 +21,13 @@ afterEach(() => rmSync(base, { recursive: true, force: true }));
 
 describe('FsSandbox', () => {
   it('resolves relative paths against the first root', async () => {
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     expect(await sandbox.readTextFile('a.txt', { line: 2 })).toBe('two\nthree');
     expect(await sandbox.readTextFile(join(root, 'a.txt'), { limit: 1 })).toBe('one');
   });
 
   it('refuses every way out before touching the file system outside', async () => {
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     symlinkSync(base, join(root, 'sub', 'up'));
     for (const path of ['../outside.txt', join(base, 'outside.txt'), join(root, 'sub', 'up', 'outside.txt'), join(root, 'sub', '..', '..', 'outside.txt')]) {
       await expect(sandbox.readTextFile(path), path).rejects.toBeInstanceOf(SandboxViolation);
@@ -38,7 +38,7 @@ describe('FsSandbox', () => {
   });
 
   it('normalises before resolving: "missing/../link" cannot smuggle a link past the check', async () => {
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     symlinkSync(base, join(root, 'link'));
     const unnormalised = `${root}/missing/../link/planted.txt`; // not join(): keep the ..
     await expect(sandbox.writeTextFile(unnormalised, 'x')).rejects.toBeInstanceOf(SandboxViolation);
@@ -52,7 +52,7 @@ describe('FsSandbox', () => {
   it('a root that is itself reached through a symlink still works', async () => {
     const link = join(base, 'root-link');
     symlinkSync(root, link);
-    const sandbox = new FsSandbox([link]);
+    const sandbox = await FsSandbox.open([link]);
     expect(await sandbox.readTextFile(join(link, 'a.txt'))).toContain('one');
     await sandbox.writeTextFile(join(link, 'deep', 'er', 'b.txt'), 'b');
     expect(readFileSync(join(root, 'deep', 'er', 'b.txt'), 'utf8')).toBe('b');
@@ -61,7 +61,7 @@ describe('FsSandbox', () => {
   it('does not mistake a sibling with a common prefix for the root', async () => {
     mkdirSync(join(base, 'root-evil'));
     writeFileSync(join(base, 'root-evil', 'x.txt'), 'evil');
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     await expect(sandbox.readTextFile(join(base, 'root-evil', 'x.txt'))).rejects.toBeInstanceOf(SandboxViolation);
   });
 });
@@ -92,7 +92,7 @@ const openDescriptors = () => readdirSync('/proc/self/fd').length;
 describe('FsSandbox: the security review (one regression test per defect)', () => {
   it('defect 5: a FIFO, socket or device is refused at once and never holds a threadpool thread', async () => {
     execFileSync('mkfifo', [join(root, 'pipe')]);
-    const sandbox = new FsSandbox([root, '/dev']);
+    const sandbox = await FsSandbox.open([root, '/dev']);
     // More reads than libuv has threads (4): before the fix these wedged every later file read.
     const fifoReads = await within(2_000, 'reads of a FIFO', Promise.all(Array.from({ length: 8 }, () => rejection(sandbox.readTextFile(join(root, 'pipe'))))));
     for (const error of fifoReads) expect(error).toMatchObject({ name: 'SandboxViolation', reason: 'not_regular', message: expect.stringMatching(/is a FIFO, not a regular file/) });
@@ -127,7 +127,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
     const huge = join(root, 'huge.txt');
     writeFileSync(huge, 'first\nsecond\n');
     truncateSync(huge, 600 * 1024 * 1024);
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     const rssBefore = process.memoryUsage.rss();
     const startedAt = performance.now();
     expect(await sandbox.readTextFile(huge, { limit: 1 })).toBe('first');
@@ -142,7 +142,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
 
     // The rule at the limit, with a small one: 30 lines of 9 bytes + '\n'.
     writeFileSync(join(root, 'lines.txt'), Array.from({ length: 30 }, (_, i) => `line ${String(i + 1).padStart(4, '0')}`).join('\n'));
-    const small = new FsSandbox([root], { maxReadBytes: 99 });
+    const small = await FsSandbox.open([root], { maxReadBytes: 99 });
     await expect(small.readTextFile('lines.txt')).rejects.toMatchObject({ reason: 'too_large' });
     expect(await small.readTextFile('lines.txt', { line: 5, limit: 2 })).toBe('line 0005\nline 0006');
     expect(await small.readTextFile('lines.txt', { line: 21, limit: 10 })).toHaveLength(99); // exactly the limit: served
@@ -166,7 +166,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
     // Lines of random lengths (some empty, some longer than a 128 KiB chunk), with and without a trailing newline.
     let seed = 42;
     const random = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % n);
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     for (const trailing of ['', '\n']) {
       const lines = Array.from({ length: 60 }, (_, i) => (i % 17 === 5 ? 'y'.repeat(140_000) : 'x'.repeat(random(3) === 0 ? 0 : random(20_000))));
       const content = lines.join('\n') + trailing;
@@ -193,7 +193,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
 
   it('defect 11: a hard-linked file (st_nlink > 1) is refused for read and write — its other name may be outside', async () => {
     linkSync(join(base, 'outside.txt'), join(root, 'hardlink.txt'));
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     const read = await rejection(sandbox.readTextFile(join(root, 'hardlink.txt')));
     expect(read).toMatchObject({ name: 'SandboxViolation', reason: 'hardlink', message: expect.stringMatching(/has 2 hard links/) });
     expect(read.message).not.toContain('outside.txt');
@@ -208,7 +208,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
   });
 
   it('defect 12 (the deterministic part; the races are in tests/integration/sandbox-races.test.ts): parents created one level at a time, no symlink followed by the kernel', async () => {
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     symlinkSync(base, join(root, 'up'));
     // mkdir -p through a link: refused before any directory is created outside.
     await expect(sandbox.writeTextFile(join(root, 'up', 'a', 'b', 'c.txt'), 'x')).rejects.toBeInstanceOf(SandboxViolation);
@@ -240,7 +240,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
   });
 
   it('defect 13: the roots are resolved when the sandbox is built (the session opens); a root replaced later is refused', async () => {
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     // Before the first fs call, the cwd is replaced by a symlink to its parent (where outside.txt is).
     renameSync(root, join(base, 'moved'));
     symlinkSync(base, root);
@@ -254,13 +254,13 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
     writeFileSync(join(root, 'a.txt'), 'impostor');
     await expect(sandbox.readTextFile(join(root, 'a.txt'))).rejects.toMatchObject({ reason: 'root_changed' });
     // A root that did not exist when the sandbox was built stays refused, even once it exists.
-    const later = new FsSandbox([join(base, 'not-yet')]);
+    const later = await FsSandbox.open([join(base, 'not-yet')]);
     symlinkSync(base, join(base, 'not-yet'));
     await expect(later.readTextFile(join(base, 'not-yet', 'outside.txt'))).rejects.toMatchObject({ reason: 'root_changed', message: expect.stringMatching(/could not be resolved when the session opened/) });
   });
 
   it('defect 16: no existence oracle — an outside path gets the same answer whether or not it exists', async () => {
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     symlinkSync(base, join(root, 'up'));
     symlinkSync(join(base, 'outside.txt'), join(root, 'link-to-existing'));
     symlinkSync(join(base, 'missing.txt'), join(root, 'link-to-missing'));
@@ -294,7 +294,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
     const sparse = join(root, 'sparse.txt');
     writeFileSync(sparse, '');
     truncateSync(sparse, 8 * 1024 ** 3);
-    const sandbox = new FsSandbox([root], { timeoutMs: 100 });
+    const sandbox = await FsSandbox.open([root], { timeoutMs: 100 });
     const descriptors = openDescriptors();
     const startedAt = performance.now();
     const error = await rejection(sandbox.readTextFile(sparse, { line: 2 }));
@@ -311,7 +311,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
   });
 
   it('refuses NUL bytes, /proc/self/root and /dev/fd/N ways around the roots', async () => {
-    const sandbox = new FsSandbox([root]);
+    const sandbox = await FsSandbox.open([root]);
     await expect(sandbox.readTextFile(`${join(root, 'a.txt')}\0.png`)).rejects.toMatchObject({ name: 'SandboxViolation', reason: 'invalid_path' });
     await expect(sandbox.writeTextFile(`${join(root, 'x')}\0`, 'x')).rejects.toMatchObject({ reason: 'invalid_path' });
     await expect(sandbox.readTextFile(`/proc/self/root${join(base, 'outside.txt')}`)).rejects.toMatchObject({ reason: 'outside' });
@@ -331,7 +331,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
   });
 
   it('the portable walk (no /proc/self/fd) keeps the same answers', async () => {
-    const sandbox = new FsSandbox([root], { procFd: false });
+    const sandbox = await FsSandbox.open([root], { procFd: false });
     symlinkSync(base, join(root, 'up'));
     expect(await sandbox.readTextFile('a.txt', { line: 2 })).toBe('two\nthree');
     await sandbox.writeTextFile(join(root, 'deep', 'er', 'b.txt'), 'b');
@@ -345,7 +345,7 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
   it('check() answers the real path inside a root (a terminal cwd), and the nearest verified ancestor for a missing path', async () => {
     const link = join(base, 'root-link');
     symlinkSync(root, link);
-    const sandbox = new FsSandbox([link]);
+    const sandbox = await FsSandbox.open([link]);
     expect(await sandbox.check('read', link, false)).toBe(root);
     expect(await sandbox.check('read', join(link, 'sub'), false)).toBe(join(root, 'sub'));
     expect(await sandbox.check('write', join(link, 'sub', 'new', 'file.txt'), true)).toBe(join(root, 'sub', 'new', 'file.txt'));
