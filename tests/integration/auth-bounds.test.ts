@@ -51,9 +51,13 @@ describe('authenticate() is bounded', () => {
     );
     await eventually(() => prompts.length === 1, 'the login URL');
     expect(prompts).toEqual([{ methodId: 'fixture-token', urls: [url] }]);
+    let settled = false;
+    void outcome.then(() => (settled = true));
     clock.increment(59_999);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(supervisor.getStatus('fixture')).toBe('needsAuth');
+    // A timeout fires through promises alone (the request stops waiting at once): one turn of the loop would show it.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false);
+    expect(supervisor.describe('fixture').state).toBe('needsAuth.authenticating');
     clock.increment(1);
     expect(await outcome).toMatchObject({ kind: 'auth_timeout', class: 'auth', message: expect.stringContaining(url) as unknown });
     await eventually(() => stderr().includes('fixture: authenticate cancelled'), 'the agent to hear $/cancel_request');

@@ -23,7 +23,7 @@ function harness() {
   const record = { agent: 'a', id: 's1', state, status: () => 'ready', released: new Promise<void>(() => {}) } as unknown as SessionRecord;
   const controls = new SessionControls({ connectionOf: () => connection, displayName: () => 'A', clock: new SimulatedClock(), timeoutMs: 1_000 });
   const answerNext = async () => {
-    while (pending.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    while (pending.length === 0) await new Promise((resolve) => setImmediate(resolve));
     pending.shift()!();
   };
   return { sent, state, record, controls, answerNext };
