@@ -124,7 +124,7 @@ export interface OpenedDirectory {
   close(): Promise<void>;
 }
 
-type Intent = 'read' | 'write' | 'check' | 'check-may-not-exist' | 'open-directory';
+type Intent = 'read' | 'write' | 'open-directory';
 
 /** An open directory and the real path it was reached by. */
 interface Dir {
@@ -138,8 +138,6 @@ type Pass =
   | { kind: 'opened'; handle: FileHandle; real: string }
   /** A symlink: the walk goes on at this target, from the top. */
   | { kind: 'link'; target: string }
-  /** A check's answer without an open file: a root itself, or a missing path below a verified directory. */
-  | { kind: 'named'; real: string }
   /** Something changed under the walk: start the pass again. */
   | { kind: 'again' };
 
@@ -231,21 +229,6 @@ export class FsSandbox {
   }
 
   /**
-   * The real path of `path` if it lies inside a root; throws SandboxViolation otherwise.
-   * With `mayNotExist`, a missing path answers its nearest existing ancestor's real path
-   * (verified inside) joined with the missing names. The answer is a name: whoever uses it
-   * later (a terminal's cwd) follows it again.
-   */
-  async check(operation: 'read' | 'write', path: string, mayNotExist: boolean): Promise<string> {
-    return this.withDeadline(operation, path, async (request) => {
-      const result = await this.walk(request, mayNotExist ? 'check-may-not-exist' : 'check');
-      if (typeof result === 'string') return result;
-      await result.handle.close();
-      return result.real;
-    });
-  }
-
-  /**
    * The directory `path` names, opened and verified inside a root, for a terminal to run in:
    * `path` of the answer is `/proc/self/fd/<fd>`, which a child's chdir follows to the very
    * directory that was opened — no name is resolved a second time, so a path swapped after
@@ -254,9 +237,7 @@ export class FsSandbox {
    */
   async openWorkingDirectory(operation: 'read' | 'write', path: string): Promise<OpenedDirectory> {
     return this.withDeadline(operation, path, async (request) => {
-      const result = await this.walk(request, 'open-directory');
-      if (typeof result === 'string') throw new Error('unreachable: open-directory opens or fails');
-      const { handle, real } = result;
+      const { handle, real } = await this.walk(request, 'open-directory');
       try {
         if (!(await handle.stat()).isDirectory()) throw fsError('ENOTDIR', `not a directory`, request);
         // The deadline passed meanwhile: nobody takes this descriptor.
@@ -298,21 +279,18 @@ export class FsSandbox {
   }
 
   /** The regular file `request.path` names, opened and verified inside a root. */
-  private async openFile(request: Request, intent: 'read' | 'write'): Promise<{ handle: FileHandle; real: string }> {
-    const result = await this.walk(request, intent);
-    if (typeof result === 'string') throw new Error('unreachable: a missing file is created or refused');
-    return result;
+  private openFile(request: Request, intent: 'read' | 'write'): Promise<{ handle: FileHandle; real: string }> {
+    return this.walk(request, intent);
   }
 
   /** Resolves `request.path` pass by pass (one per symlink met) to an opened, verified descriptor. */
-  private async walk(request: Request, intent: Intent): Promise<{ handle: FileHandle; real: string } | string> {
+  private async walk(request: Request, intent: Intent): Promise<{ handle: FileHandle; real: string }> {
     let target = resolve(this.roots[0]!.given, request.path);
     for (let hops = 0; hops <= MAX_HOPS; hops++) {
       request.signal.throwIfAborted();
       const { root, names } = this.locate(request, target);
       const pass = await this.pass(request, intent, root, names);
       if (pass.kind === 'opened') return { handle: pass.handle, real: pass.real };
-      if (pass.kind === 'named') return pass.real;
       if (pass.kind === 'link') target = pass.target;
     }
     throw fsError('ELOOP', 'too many symbolic links encountered (or the path kept changing)', request);
@@ -374,7 +352,6 @@ export class FsSandbox {
     let dir = await this.openRoot(request, root);
     try {
       if (names.length === 0) {
-        if (intent === 'check' || intent === 'check-may-not-exist') return { kind: 'named', real: await this.verifiedPath(request, dir.handle, dir.path) };
         // The root itself, as a descriptor of its own ('.' under the root's: the same directory).
         if (intent === 'open-directory') {
           const handle = await open(this.at(dir, '.'), OPEN_DIRECTORY);
@@ -413,7 +390,6 @@ export class FsSandbox {
         const code = errorCode(error);
         if (code === 'ENOTDIR' || code === 'ELOOP') return this.linkOrFail(request, dir, name, rest, code, error);
         if (code !== 'ENOENT') throw fsError(code, error, request);
-        if (intent === 'check-may-not-exist') return { kind: 'named', real: join(await this.verifiedPath(request, dir.handle, dir.path), name, ...rest) };
         if (intent !== 'write' || attempt > 0) throw fsError(code, error, request);
       }
       // Create one level, in a directory verified inside the root, then open it like any other.
@@ -448,7 +424,6 @@ export class FsSandbox {
       if (code === 'ELOOP') return this.linkOrFail(request, dir, name, [], code, error);
       // ENXIO: a socket, or a FIFO without a reader opened for writing.
       if (code === 'ENXIO') throw notRegular(request, join(dir.path, name), 'a socket or a FIFO');
-      if (code === 'ENOENT' && intent === 'check-may-not-exist') return { kind: 'named', real: join(await this.verifiedPath(request, dir.handle, dir.path), name) };
       throw fsError(code, error, request);
     }
     try {

@@ -339,17 +339,23 @@ describe('FsSandbox: the security review (one regression test per defect)', () =
     await expect(sandbox.readTextFile(join(root, 'up', 'outside.txt'))).rejects.toBeInstanceOf(SandboxViolation);
     await expect(sandbox.writeTextFile(join(root, 'up', 'x', 'planted.txt'), 'x')).rejects.toBeInstanceOf(SandboxViolation);
     expect(existsSync(join(base, 'x'))).toBe(false);
-    expect(await sandbox.check('read', join(root, 'sub'), false)).toBe(join(root, 'sub'));
+    expect(await realOf(sandbox, join(root, 'sub'))).toBe(join(root, 'sub'));
   });
 
-  it('check() answers the real path inside a root (a terminal cwd), and the nearest verified ancestor for a missing path', async () => {
+  it('openWorkingDirectory() opens a directory inside a root given through a symlink, verified by its real path', async () => {
     const link = join(base, 'root-link');
     symlinkSync(root, link);
     const sandbox = await FsSandbox.open([link]);
-    expect(await sandbox.check('read', link, false)).toBe(root);
-    expect(await sandbox.check('read', join(link, 'sub'), false)).toBe(join(root, 'sub'));
-    expect(await sandbox.check('write', join(link, 'sub', 'new', 'file.txt'), true)).toBe(join(root, 'sub', 'new', 'file.txt'));
-    await expect(sandbox.check('read', join(link, 'nope'), false)).rejects.toMatchObject({ code: 'ENOENT' });
-    await expect(sandbox.check('read', base, false)).rejects.toBeInstanceOf(SandboxViolation);
+    expect(await realOf(sandbox, link)).toBe(root);
+    expect(await realOf(sandbox, join(link, 'sub'))).toBe(join(root, 'sub'));
+    await expect(sandbox.openWorkingDirectory('read', join(link, 'nope'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(sandbox.openWorkingDirectory('read', base)).rejects.toBeInstanceOf(SandboxViolation);
   });
 });
+
+/** The real path of the directory `path` names, as a terminal's cwd check opens it. */
+async function realOf(sandbox: FsSandbox, path: string): Promise<string> {
+  const opened = await sandbox.openWorkingDirectory('read', path);
+  await opened.close();
+  return opened.real;
+}
