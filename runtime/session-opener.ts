@@ -14,8 +14,9 @@ import {
   reopenMethod,
   sessionRequestExtras,
   toRequestError,
+  validateLoadSessionResponse,
   validateNewSessionResponse,
-  validateReopenAnswer,
+  validateResumeSessionResponse,
   withModels,
 } from '../services/acp-client.service.js';
 import type { Containment, ContainmentMechanism } from '../services/containment/containment.js';
@@ -87,28 +88,21 @@ export class SessionOpener {
   async create(agent: ConnectedAgent, settings: SessionSettings, signal: AbortSignal | undefined): Promise<SessionRecord> {
     // Before session/new: the session is registered at once when the answer comes, before any request of the agent's for it.
     const sandbox = await sandboxOf(settings);
-    let answer: ReturnType<typeof withModels>;
-    let meta: Record<string, unknown> | null = null;
-    let sessionId: string;
+    let raw: unknown;
+    let checked: ReturnType<typeof validateNewSessionResponse>;
     try {
       const request = agent.connection.agent.request(acpMethods.agent.session.new, {
         cwd: settings.cwd,
         mcpServers: settings.mcpServers,
         ...sessionRequestExtras(agent.agentCapabilities, settings.roots, settings.meta),
       });
-      const raw = await abortable(request, signal, agent.name);
-      const checked = validateNewSessionResponse(raw);
-      sessionId = checked.sessionId;
-      answer = withModels(checked, raw);
-      meta = checked._meta ?? null;
+      raw = await abortable(request, signal, agent.name);
+      checked = validateNewSessionResponse(raw);
     } catch (error) {
       throw this.failure(agent, error, 'session/new');
     }
     // The answer's state first, then the updates that came before the session was known (they are newer).
-    return this.open(agent, sessionId, settings, sandbox, false, (record) => {
-      record.state.fromAnswer(answer);
-      record.answerMeta = meta;
-    });
+    return this.open(agent, checked.sessionId, settings, sandbox, false, (record) => answered(record, checked, raw));
   }
 
   /**
@@ -131,8 +125,7 @@ export class SessionOpener {
         mcpServers: settings.mcpServers,
         ...sessionRequestExtras(agent.agentCapabilities, settings.roots, settings.meta),
       });
-      record.state.fromAnswer(validateReopenAnswer(method, answer));
-      record.answerMeta = metaOf(answer);
+      answered(record, method === acpMethods.agent.session.load ? validateLoadSessionResponse(answer) : validateResumeSessionResponse(answer), answer);
     } catch (error) {
       await this.deps.sessions.close(record);
       throw this.failure(agent, error, method);
@@ -183,8 +176,8 @@ function sandboxOf(settings: SessionSettings): Promise<FsSandbox> {
   return FsSandbox.open([settings.cwd, ...settings.roots]);
 }
 
-/** The `_meta` of an agent's answer, when it carried one. */
-function metaOf(answer: unknown): Record<string, unknown> | null {
-  const meta = (answer as { _meta?: unknown } | null)?._meta;
-  return meta !== null && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : null;
+/** A session/new, load or resume answer, checked: the session's state from it, and its `_meta`. */
+function answered(record: SessionRecord, checked: { _meta?: Record<string, unknown> | null } & Parameters<typeof withModels>[0], raw: unknown): void {
+  record.state.fromAnswer(withModels(checked, raw));
+  record.answerMeta = checked._meta ?? null;
 }
