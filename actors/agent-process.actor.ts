@@ -167,7 +167,7 @@ function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec):
   const streamJson = spec.protocol === 'stream-json' ? (deps.streamJsonSession?.(agent) ?? { sessionId: randomUUID(), resume: false }) : null;
   const launched = streamJson ? { ...spec, args: [...(spec.args ?? []), streamJson.resume ? '--resume' : '--session-id', streamJson.sessionId] } : spec;
   // Where it runs: a runtime other than this host's turns the spec into the command this host spawns.
-  const runtime = runtimeCommandFor(launched, launched.cwd ?? process.cwd());
+  const runtime = runtimeCommandFor(launched, launched.cwd ?? process.cwd(), agent);
   const spawned: AgentSpec = runtime
     ? { command: runtime.command, args: runtime.args, env: runtime.env ?? {}, ...(spec.runtime?.kind === 'sandbox' && launched.cwd ? { cwd: launched.cwd } : {}), ...(spec.installHint ? { installHint: spec.installHint } : {}) }
     : launched;
@@ -179,6 +179,7 @@ function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec):
     records: deps.records,
     // The runtime's wrapper reads this before the agent's stream (an ssh or kubectl agent's env: never in an argv).
     ...(runtime?.stdinPreamble ? { stdinPreamble: runtime.stdinPreamble } : {}),
+    ...(runtime ? { remote: runtime } : {}),
     onStderrLine: (line) => {
       if (runtime?.onStderrLine?.(line)) return; // the runtime's own marker, not the agent's
       onStderrLine?.(agent, line);
@@ -203,7 +204,7 @@ function launchPty(deps: AgentProcessDependencies, agent: string, spec: AgentSpe
   const bridge = openPtyBridge({ sessionId: randomUUID(), write: (input) => proc?.write(input) });
   const screen = host.screenForProcess(agent);
   // A pty agent runs here, or in a sandbox (the spec allows no remote runtime for it).
-  const runtime = runtimeCommandFor(spec, spec.cwd ?? process.cwd());
+  const runtime = runtimeCommandFor(spec, spec.cwd ?? process.cwd(), agent);
   const command = runtime ? { command: runtime.command, args: runtime.args, ...(runtime.env ? { env: runtime.env } : {}) } : { command: spec.command, args: spec.args ?? [], ...(spec.env ? { env: spec.env } : {}) };
   proc = spawnPtyProcess(
     { ...command, ...(spec.cwd ? { cwd: spec.cwd } : {}), ...(spec.installHint ? { installHint: spec.installHint } : {}) },

@@ -14,6 +14,7 @@ import type { ContainedSpawn, Containment, ContainmentKind, ContainmentMechanism
 import { signalOfInitExit } from './containment/pid-namespace.containment.js';
 import { executableProblem } from './executable.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
+import type { RuntimeCommand } from './runtimes/runtime.js';
 
 /** How a spawned process ended. */
 export interface ProcessExit {
@@ -81,6 +82,8 @@ export interface SpawnOptions {
   onStderrLine?: (line: string) => void;
   /** Written to the process's stdin before anything else (a runtime's env line: runtime.ts `envPreamble`). */
   stdinPreamble?: string;
+  /** What the process leaves in its runtime (runtime.ts): recorded, and cleaned up once the process is gone, before `exited` resolves. */
+  remote?: Pick<RuntimeCommand, 'leftover' | 'cleanup'>;
 }
 
 /** Spawns `spec` as the leader of a new process group. Never throws for a missing command. */
@@ -117,7 +120,8 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
   if (pid !== undefined && options.stdinPreamble) child.stdin.write(options.stdinPreamble);
 
-  const record = pid !== undefined ? recordSpawned(options.records, { agent: request.agent, command: request.command, pid, contained }) : null;
+  const leftover = options.remote?.leftover;
+  const record = pid !== undefined ? recordSpawned(options.records, { agent: request.agent, command: request.command, pid, contained, ...(leftover ? { remote: leftover } : {}) }) : null;
   let running = pid !== undefined;
   const settled = child.then(
     (result) => result,
@@ -141,6 +145,9 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
           await contained?.killAll().catch(() => {});
           contained?.release();
           await reap(pid);
+          // What it left in its runtime (a container) goes before the exit is told: a restart
+          // never runs next to it. The record stays until then, so a crash meanwhile is swept.
+          await options.remote?.cleanup?.(exit).catch(() => {});
           record?.remove();
           // Let the last output arrive, but do not wait on pipes an escapee holds open.
           await withinGrace(settled, pipeDrainGraceMs);

@@ -12,13 +12,15 @@
  * time differs from the recorded one (a reused pid) is never signalled. No XState here.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { killCgroup } from './containment/cgroup.containment.js';
 import type { Containment, ContainmentHandle, ContainmentKind } from './containment/containment.js';
 import { isRunningEntry, isRunningProcess, isSameProcess, readProcEntry, readProcTable, startTimeOf, type ProcessIdentity } from './containment/proc-table.js';
 import { killTracked } from './containment/proc-tracking.containment.js';
 import { signalGroup } from './process-group.service.js';
+import { sweepContainer } from './runtimes/container.runtime.js';
+import type { RemoteLeftover } from './runtimes/runtime.js';
 
 /** What is kept of one live agent process. */
 export interface AgentRecord {
@@ -39,11 +41,13 @@ export interface AgentRecord {
   createdAt: string;
   /** A command the agent ran through `terminal/create` (absent: the agent's own process). */
   terminal?: true;
+  /** What the process started in its runtime that outlives it (a `docker run` container): removed by the sweep too. */
+  remote?: RemoteLeftover;
 }
 
 export interface SweepResult {
   /** What was killed; `terminal` marks a command an agent ran through `terminal/create`. */
-  killed: Array<{ agent: string; pid: number; command: string; terminal?: true }>;
+  killed: Array<{ agent: string; pid: number; command: string; terminal?: true; container?: string }>;
   skipped: Array<{ agent: string; pid: number; reason: string; terminal?: true }>;
 }
 
@@ -57,6 +61,12 @@ export function defaultStateDir(): string {
 let self: ProcessIdentity | undefined;
 function ownerIdentity(): ProcessIdentity {
   return (self ??= { pid: process.pid, startTime: startTimeOf(process.pid) ?? 0 });
+}
+
+/** This supervisor process as other tools see it (a container's label): `<hostname>/<pid>-<start time>`, as its records name their owner. */
+export function supervisorInstance(): string {
+  const owner = ownerIdentity();
+  return `${hostname()}/${owner.pid}-${owner.startTime}`;
 }
 
 /** One live record: rewrite it as more is known, remove it when the process is gone. */
@@ -74,7 +84,7 @@ export class AgentRecords {
   }
 
   /** Writes the record of a freshly spawned process (best effort: a record that cannot be written is skipped). */
-  create(agent: string, command: string, wrapperPid: number, containment: ContainmentKind | null, terminal = false): RecordFile {
+  create(agent: string, command: string, wrapperPid: number, containment: ContainmentKind | null, terminal = false, remote?: RemoteLeftover): RecordFile {
     const owner = ownerIdentity();
     const entry = readProcEntry(wrapperPid);
     const record: AgentRecord = {
@@ -93,6 +103,7 @@ export class AgentRecords {
       owner,
       createdAt: new Date().toISOString(),
       ...(terminal ? { terminal: true as const } : {}),
+      ...(remote ? { remote } : {}),
     };
     const label = `${agent}${terminal ? '.terminal' : ''}`.replace(/[^\w.-]/g, '_');
     const path = join(this.dir, `${owner.pid}-${owner.startTime}-${label}-${wrapperPid}.json`);
@@ -162,7 +173,9 @@ export class AgentRecords {
       }
       try {
         const outcome = await killLeftovers(record);
-        if (outcome === 'killed') result.killed.push({ agent: record.agent, pid, command: record.command, ...terminal });
+        // A container its client started is removed whatever became of the client (here its pid is long gone).
+        const container = record.remote && (await sweepContainer(record.remote)) ? { container: record.remote.token } : {};
+        if (outcome === 'killed' || 'container' in container) result.killed.push({ agent: record.agent, pid, command: record.command, ...terminal, ...container });
         else result.skipped.push({ agent: record.agent, pid, reason: outcome, ...terminal });
       } catch (error) {
         result.skipped.push({ agent: record.agent, pid, reason: `kill failed: ${String(error)}`, ...terminal });
@@ -218,11 +231,11 @@ const recordRefreshMs = 1_000;
  */
 export function recordSpawned(
   records: AgentRecords | null | undefined,
-  spawned: { agent: string; command: string; pid: number; contained: Containment | null; terminal?: boolean },
+  spawned: { agent: string; command: string; pid: number; contained: Containment | null; terminal?: boolean; remote?: RemoteLeftover },
 ): RecordFile | null {
   if (!records) return null;
   const { agent, command, pid, contained } = spawned;
-  const record = records.create(agent, command, pid, contained?.kind ?? null, spawned.terminal ?? false);
+  const record = records.create(agent, command, pid, contained?.kind ?? null, spawned.terminal ?? false, spawned.remote);
   void (contained ? contained.agentPid : Promise.resolve(pid)).then((agentPid) => {
     record.update({ agentProcess: { pid: agentPid, startTime: startTimeOf(agentPid) ?? 0 }, handle: contained?.handle() ?? null });
   });

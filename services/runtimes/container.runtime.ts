@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import { invalidOptions, type AgentErrorKind } from '../../core/errors.js';
 import type { RuntimeSpec } from '../../core/runtime-spec.js';
-import { envDecodeScript, envPreamble, envSafeCommand, remotePidMarker, type RuntimeCommand } from './runtime.js';
+import { envDecodeScript, envPreamble, envSafeCommand, remotePidMarker, type RemoteLeftover, type RuntimeCommand } from './runtime.js';
 
 export type DockerRuntime = Extract<RuntimeSpec, { kind: 'docker' }>;
 export type KubernetesRuntime = Extract<RuntimeSpec, { kind: 'kubernetes' }>;
@@ -22,7 +22,21 @@ export interface ContainerRuntimeCommand extends RuntimeCommand {
   signalInside(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   onStderrLine(line: string): boolean;
   failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
+  cleanup(exit: { exitCode: number | null; signal: string | null }): Promise<void>;
 }
+
+/**
+ * The labels on every container `docker run` starts for an agent: which agent, which
+ * supervisor process (`<hostname>/<pid>-<start time>`, as the process records name their
+ * owner), and the container's own token (its generated name, or a fresh one with a `--name`
+ * of runArgs), which is what the removal and the orphan sweep select by — never a name
+ * alone, which a later container may have taken.
+ */
+export const containerLabels = {
+  agent: 'io.agentvisor.agent',
+  supervisor: 'io.agentvisor.supervisor',
+  container: 'io.agentvisor.container',
+} as const;
 
 export { remotePidMarker };
 const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
@@ -87,6 +101,9 @@ export const signalScript = 'kill -s "$1" -- "-$2"';
 /** How long a client's `signalInside` call may take before it is killed. */
 export const signalTimeoutMs = 5_000;
 
+/** How long the removal of an agent's container (after its client is gone, or by the sweep) may take. */
+export const removeTimeoutMs = 10_000;
+
 /** The supervisor's own defaults (api/options.ts), for a spec that sets no ladder timing. */
 const defaultShutdownTimeoutMs = 5_000;
 const defaultKillTimeoutMs = 2_000;
@@ -104,39 +121,90 @@ export function wrapperArgv(spec: AgentSpec, agentArgv: readonly string[], reads
 
 /**
  * `docker exec -i [-e K…] [-w cwd] -- <container> <wrapper>` into a running container, or
- * `docker run -i --rm --init --name <name> [runArgs…] [-e K…] [-w cwd] -- <image> <wrapper>`.
+ * `docker run -i --init --label … --name <name> [runArgs…] [-e K…] [-w cwd] -- <image> <wrapper>`.
  *
  * Env: `-e K` names only; docker's client takes each value from its own environment
  * (`RuntimeCommand.env`), so no value is in an argv `ps` shows, here or in the container.
  * `cwd` is a path inside the container. `--` ends docker's options, so a container or image
  * named like an option is never read as one. `run` names its container (`agentvisor-<hex>`,
- * or the `--name` in `runArgs`) so that `signalInside` can reach it.
+ * or the `--name` in `runArgs`) so that `signalInside` can reach it, and labels it
+ * ({@link containerLabels}).
+ *
+ * No `--rm`: the container is removed by `cleanup` once its client is gone — a client killed
+ * by a signal leaves a running container behind, which must be gone before the restart's
+ * starts — and by the orphan sweep after a host crash. (`--rm` would also lose the exit
+ * status on Podman's Docker API, 4.3.1 here: the client then reports 0 for every container.)
  */
-export function dockerCommand(spec: AgentSpec, runtime: DockerRuntime, options: { docker?: string; name?: string } = {}): ContainerRuntimeCommand {
+export function dockerCommand(
+  spec: AgentSpec,
+  runtime: DockerRuntime,
+  options: { docker?: string; name?: string; agent?: string; supervisor?: string } = {},
+): ContainerRuntimeCommand {
   const docker = options.docker ?? 'docker';
   const env = Object.keys(spec.env ?? {}).flatMap((name) => ['-e', name]);
   const workdir = spec.cwd !== undefined ? ['-w', spec.cwd] : [];
   const wrapper = wrapperArgv(spec, [spec.command, ...(spec.args ?? [])]);
   let target: string;
   let args: string[];
+  /** The container `run` started (its label token), for removal; null with `exec` (not ours to remove). */
+  let started: RemoteLeftover | null = null;
   if (runtime.container !== undefined) {
     target = runtime.container;
     args = ['exec', '-i', ...env, ...workdir, '--', runtime.container, ...wrapper];
   } else if (runtime.image !== undefined) {
     const runArgs = runtime.runArgs ?? [];
     const named = nameIn(runArgs);
-    target = named ?? options.name ?? `agentvisor-${randomBytes(6).toString('hex')}`;
-    args = ['run', '-i', '--rm', '--init', ...(named ? [] : ['--name', target]), ...runArgs, ...env, ...workdir, '--', runtime.image, ...wrapper];
+    const token = options.name ?? `agentvisor-${randomBytes(6).toString('hex')}`;
+    target = named ?? token;
+    const labels = [
+      ['--label', `${containerLabels.agent}=${options.agent ?? spec.displayName ?? spec.command}`],
+      ...(options.supervisor !== undefined ? [['--label', `${containerLabels.supervisor}=${options.supervisor}`]] : []),
+      ['--label', `${containerLabels.container}=${token}`],
+    ].flat();
+    args = ['run', '-i', '--init', ...labels, ...(named ? [] : ['--name', target]), ...runArgs, ...env, ...workdir, '--', runtime.image, ...wrapper];
+    started = { kind: 'docker-container', client: docker, token, engine: engineOf(spec.env) };
   } else {
     throw invalidOptions('A docker runtime needs a container (docker exec) or an image (docker run)');
   }
+  const leftover = started;
   return containerCommand({
     command: docker,
     args,
     ...(spec.env ? { env: spec.env } : {}),
     signalArgs: (signal, pgid) => ['exec', '--', target, '/bin/sh', '-c', signalScript, 'agentvisor-signal', signal, pgid],
     failureOf: dockerFailure,
+    ...(leftover ? { leftover, removeContainer: () => sweepContainer(leftover).then(() => {}) } : {}),
   });
+}
+
+/**
+ * The variables that say which engine docker's client talks to, as the agent's client had
+ * them (the spec's env over this process's): recorded so that a sweep by a later process
+ * reaches the same engine. Addresses, never credentials.
+ */
+function engineOf(specEnv: Readonly<Record<string, string>> | undefined): RemoteLeftover['engine'] {
+  const engine: RemoteLeftover['engine'] = {};
+  for (const name of ['DOCKER_HOST', 'DOCKER_CONTEXT'] as const) {
+    const value = specEnv?.[name] ?? process.env[name];
+    if (value !== undefined && value !== '') engine[name] = value;
+  }
+  return engine;
+}
+
+/**
+ * Removes the container a record names (`docker rm --force`, selected by its label token:
+ * never a container that merely took the same name later), bounded, never rejecting.
+ * Resolves with whether one was there to remove.
+ */
+export async function sweepContainer(leftover: RemoteLeftover): Promise<boolean> {
+  const env = { ...process.env, ...leftover.engine };
+  const run = (args: string[]) =>
+    execa(leftover.client, args, { env, stdin: 'ignore', reject: false, timeout: removeTimeoutMs, forceKillAfterDelay: 1_000 }).catch(() => null);
+  const listed = await run(['ps', '--all', '--quiet', '--no-trunc', '--filter', `label=${containerLabels.container}=${leftover.token}`]);
+  const ids = typeof listed?.stdout === 'string' ? listed.stdout.split('\n').map((line) => line.trim()).filter(Boolean) : [];
+  if (ids.length === 0) return false;
+  const removed = await run(['rm', '--force', '--', ...ids]);
+  return removed?.exitCode === 0;
 }
 
 /**
@@ -180,6 +248,9 @@ interface ContainerParts {
   stdinPreamble?: string;
   signalArgs(signal: 'TERM' | 'KILL', pgid: string): string[];
   failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
+  /** The container this command starts (docker run), for the process record; its removal. */
+  leftover?: RemoteLeftover;
+  removeContainer?(): Promise<void>;
 }
 
 /**
@@ -189,6 +260,17 @@ interface ContainerParts {
  */
 function containerCommand(parts: ContainerParts): ContainerRuntimeCommand {
   let pgid: number | null = null;
+  const signalInside = async (signal: 'SIGTERM' | 'SIGKILL') => {
+    if (pgid === null) return; // the wrapper has not started the agent: the local signal is all there is
+    await execa(parts.command, parts.signalArgs(signal === 'SIGTERM' ? 'TERM' : 'KILL', String(pgid)), {
+      stdin: 'ignore',
+      stdout: 'ignore',
+      stderr: 'ignore',
+      reject: false,
+      timeout: signalTimeoutMs,
+      forceKillAfterDelay: 1_000,
+    }).catch(() => {});
+  };
   return {
     command: parts.command,
     args: parts.args,
@@ -202,18 +284,21 @@ function containerCommand(parts: ContainerParts): ContainerRuntimeCommand {
       pgid ??= Number(marker[1]);
       return true;
     },
-    async signalInside(signal) {
-      if (pgid === null) return; // the wrapper has not started the agent: the local signal is all there is
-      await execa(parts.command, parts.signalArgs(signal === 'SIGTERM' ? 'TERM' : 'KILL', String(pgid)), {
-        stdin: 'ignore',
-        stdout: 'ignore',
-        stderr: 'ignore',
-        reject: false,
-        timeout: signalTimeoutMs,
-        forceKillAfterDelay: 1_000,
-      }).catch(() => {});
-    },
+    signalInside,
     failureOf: parts.failureOf,
+    ...(parts.leftover ? { leftover: parts.leftover } : {}),
+    /**
+     * The local client is gone. A container `run` started is removed, whatever the ending: a
+     * client killed by a signal (the ladder's last rung, a crash, anyone) leaves it running,
+     * and the restart must not start a second next to it. An `exec` client killed by a signal
+     * leaves the agent's group running in a container that is not ours: it gets the SIGKILL
+     * the wrapper would send only after its grace. An `exec` client that exited by itself
+     * carries the wrapper's status: its group is gone already (the wrapper killed it).
+     */
+    async cleanup(exit) {
+      if (parts.removeContainer) return parts.removeContainer();
+      if (exit.signal !== null) await signalInside('SIGKILL');
+    },
   };
 }
 
@@ -240,22 +325,30 @@ function wrapperFailure(exit: { exitCode: number | null }, stderr: readonly stri
     }
     if (/^agentvisor-cwd: .*\bcd\b/.test(line)) return { kind: 'runtime_missing', detail: `the agent's cwd does not exist in ${where}: ${line}` };
     if (/exec: "?\/bin\/sh"?: .*(no such file|not found)/i.test(line)) return { kind: 'runtime_missing', detail: `${where} has no /bin/sh: ${line}` };
+    if (line.startsWith('agentvisor-wrapper: cannot make a fifo')) {
+      return { kind: 'runtime_missing', detail: `the agent's wrapper cannot start in ${where}: it needs a writable $TMPDIR, /tmp or /dev/shm for its fifo (${line})` };
+    }
   }
   return null;
 }
 
-/** docker's own failures: the container, the image, the daemon. Null: the agent's. */
+/**
+ * docker's own failures: the container, the image, the engine. Null: the agent's. Docker
+ * Engine's words and Podman's (its Docker API, 4.3.1: "no container with name or ID … found:
+ * no such container", "no such image: … image not known", "can only create exec sessions on
+ * running containers") both count.
+ */
 export function dockerFailure(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): Failure {
   const text = (pattern: RegExp) => stderr.find((line) => pattern.test(line));
   let line: string | undefined;
   if ((line = text(/Cannot connect to the Docker daemon|error during connect|Is the docker daemon running/i))) return { kind: 'runtime_unreachable', detail: line };
   if ((line = text(/permission denied while trying to connect to the Docker daemon/i))) return { kind: 'runtime_auth_failed', detail: line };
-  if ((line = text(/No such container:/i))) return { kind: 'runtime_missing', detail: line };
-  if ((line = text(/Error response from daemon: .*is not running|Error response from daemon: .*is paused|Error response from daemon: .*is restarting/i))) {
-    return { kind: 'runtime_missing', detail: line };
-  }
-  if (exit.exitCode === 125 && (line = text(/Unable to find image|pull access denied|manifest unknown|repository does not exist|invalid reference format/i))) {
-    return { kind: 'runtime_missing', detail: stderr.filter((l) => /image|pull access|manifest|repository|reference/i.test(l)).join(' ') || line };
+  if ((line = text(/No such container|no container with name or ID/i))) return { kind: 'runtime_missing', detail: line };
+  const notRunning = /Error response from daemon: .*(is not running|is paused|is restarting|can only create exec sessions on running containers|container state improper)/i;
+  if ((line = text(notRunning))) return { kind: 'runtime_missing', detail: line };
+  const noImage = /Unable to find image|pull access denied|manifest unknown|repository does not exist|invalid reference format|no such image|image not known/i;
+  if (exit.exitCode === 125 && (line = text(noImage))) {
+    return { kind: 'runtime_missing', detail: stderr.filter((l) => /image|pull access|manifest|repository|reference|registry/i.test(l)).join(' ') || line };
   }
   if ((line = text(/^OCI runtime exec failed|^docker: Error response from daemon: failed to create (shim|task)/))) return { kind: 'runtime_missing', detail: line };
   return wrapperFailure(exit, stderr, 'the container');

@@ -35,6 +35,28 @@ export interface RuntimeCommand {
    * `ps` shows, here or where the agent runs (ssh, kubectl).
    */
   stdinPreamble?: string;
+  /**
+   * What this command leaves in the runtime that must be removed even when this host's
+   * process is gone (a container `docker run` started): written into the process record,
+   * so the orphan sweep removes it after a host crash.
+   */
+  leftover?: RemoteLeftover;
+  /**
+   * Runs once the local process is gone, before its exit is reported (and its record
+   * removed): removes what it left in the runtime. Bounded; never rejects.
+   */
+  cleanup?(exit: { exitCode: number | null; signal: string | null }): Promise<void>;
+}
+
+/** A container that outlives its local client unless removed (container.runtime.ts `sweepContainer`). No secret: addresses only. */
+export interface RemoteLeftover {
+  kind: 'docker-container';
+  /** The client that started it (`docker`, or the path it was given). */
+  client: string;
+  /** The value of its `io.agentvisor.container` label: what it is selected by. */
+  token: string;
+  /** Which engine: DOCKER_HOST / DOCKER_CONTEXT as the client had them. */
+  engine: { DOCKER_HOST?: string; DOCKER_CONTEXT?: string };
 }
 
 /** The bytes an encoded name or value keeps as they are; every other byte is written `\0ooo`. */

@@ -6,6 +6,7 @@
  */
 import type { AgentSpec } from '../../core/agent-spec.js';
 import type { RuntimeKind } from '../../core/runtime-spec.js';
+import { supervisorInstance } from '../agent-records.service.js';
 import { dockerCommand, kubernetesCommand } from './container.runtime.js';
 import type { RuntimeCommand } from './runtime.js';
 import { sandboxCommand } from './sandbox.runtime.js';
@@ -23,8 +24,11 @@ export function servedCapabilities(runtime: RuntimeKind | undefined, capabilitie
   return { fs: capabilities.fs && !remote, terminal: capabilities.terminal && !remote && runtime !== 'sandbox' };
 }
 
-/** What to spawn for `spec` (its `cwd` already resolved: the workspace, or the host's); null: run it here as it is. */
-export function runtimeCommandFor(spec: AgentSpec, cwd: string): RuntimeCommand | null {
+/**
+ * What to spawn for `spec` (its `cwd` already resolved: the workspace, or the host's); null:
+ * run it here as it is. `agent` names it where the runtime labels what it starts.
+ */
+export function runtimeCommandFor(spec: AgentSpec, cwd: string, agent?: string): RuntimeCommand | null {
   const runtime = spec.runtime;
   switch (runtime?.kind) {
     case undefined:
@@ -35,7 +39,7 @@ export function runtimeCommandFor(spec: AgentSpec, cwd: string): RuntimeCommand 
     case 'ssh':
       return sshCommand(spec, runtime);
     case 'docker':
-      return dockerCommand(spec, runtime);
+      return dockerCommand(spec, runtime, { ...(agent !== undefined ? { agent } : {}), supervisor: supervisorInstance() });
     case 'kubernetes':
       return kubernetesCommand(spec, runtime);
   }

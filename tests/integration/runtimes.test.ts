@@ -532,7 +532,19 @@ describe('container runtimes, through the recording shim (NOT a real engine)', (
     const { proc, client, pgid } = await startInContainer(command);
     expect(await client.prompt('hello run')).toBe('hello run');
     expect(calls()[0]?.argv).toEqual(command.args);
-    expect(command.args.slice(0, 9)).toEqual(['run', '-i', '--rm', '--init', '--name', 'agentvisor-test-run', '--init', '--', 'agent-image']);
+    expect(command.args.slice(0, 11)).toEqual([
+      'run',
+      '-i',
+      '--init',
+      '--label',
+      'io.agentvisor.agent=Fixture',
+      '--label',
+      'io.agentvisor.container=agentvisor-test-run',
+      '--name',
+      'agentvisor-test-run',
+      '--init',
+      '--',
+    ]);
     expect(await stopLadder(proc, { shutdownMs: 300, killMs: 5_000, signalInside: (signal) => command.signalInside(signal) })).toBe('SIGTERM');
     expect(calls().find((call) => call.argv.includes('agentvisor-signal'))?.argv.slice(0, 3)).toEqual(['exec', '--', 'agentvisor-test-run']);
     expect(await proc.exited).toEqual({ exitCode: 143, signal: null });

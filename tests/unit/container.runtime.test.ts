@@ -43,19 +43,56 @@ describe('dockerCommand', () => {
     expect(command.args.join('\n')).not.toContain('sk-secret');
   });
 
-  it('docker run -i --rm --init --name <generated> [runArgs] -- <image> <wrapper>', () => {
-    const command = dockerCommand(agent, { kind: 'docker', image: 'ghcr.io/acme/agent:1', runArgs: ['--network', 'none', '-v', '/data:/data:ro'] });
+  it('docker run -i --init --label … --name <generated> [runArgs] -- <image> <wrapper>: no --rm, labelled with the agent, the supervisor and its own token', () => {
+    const command = dockerCommand(agent, { kind: 'docker', image: 'ghcr.io/acme/agent:1', runArgs: ['--network', 'none', '-v', '/data:/data:ro'] }, { agent: 'coder', supervisor: 'host/42-7' });
     const [name] = command.args.slice(command.args.indexOf('--name') + 1);
     expect(name).toMatch(/^agentvisor-[0-9a-f]{12}$/);
     const runArgs = ['--network', 'none', '-v', '/data:/data:ro'];
-    expect(command.args).toEqual(['run', '-i', '--rm', '--init', '--name', name, ...runArgs, '--', 'ghcr.io/acme/agent:1', ...wrapped('codex-acp', '--acp', 'x y')]);
-    expect(dockerCommand(agent, { kind: 'docker', image: 'img' }, { name: 'fixed' }).args.slice(0, 6)).toEqual(['run', '-i', '--rm', '--init', '--name', 'fixed']);
+    const labels = ['--label', 'io.agentvisor.agent=coder', '--label', 'io.agentvisor.supervisor=host/42-7', '--label', `io.agentvisor.container=${name}`];
+    expect(command.args).toEqual(['run', '-i', '--init', ...labels, '--name', name, ...runArgs, '--', 'ghcr.io/acme/agent:1', ...wrapped('codex-acp', '--acp', 'x y')]);
+    expect(command.leftover).toEqual({ kind: 'docker-container', client: 'docker', token: name, engine: expect.any(Object) as object });
+    const fixed = dockerCommand(agent, { kind: 'docker', image: 'img' }, { name: 'fixed' }).args;
+    expect(fixed.slice(0, 3)).toEqual(['run', '-i', '--init']);
+    expect(fixed.slice(fixed.indexOf('--name'), fixed.indexOf('--name') + 2)).toEqual(['--name', 'fixed']);
   });
 
-  it('docker run keeps a --name of runArgs (either form) and adds none', () => {
+  it('docker run keeps a --name of runArgs (either form) and adds none; its token label is still its own', () => {
     for (const runArgs of [['--name', 'mine'], ['--name=mine']]) {
-      const args = dockerCommand({ ...agent, env: { K: 'v' }, cwd: '/w' }, { kind: 'docker', image: 'img', runArgs }).args;
-      expect(args).toEqual(['run', '-i', '--rm', '--init', ...runArgs, '-e', 'K', '-w', '/w', '--', 'img', ...wrapped('codex-acp', '--acp', 'x y')]);
+      const command = dockerCommand({ ...agent, env: { K: 'v' }, cwd: '/w' }, { kind: 'docker', image: 'img', runArgs }, { agent: 'a' });
+      const token = command.leftover!.token;
+      expect(token).toMatch(/^agentvisor-[0-9a-f]{12}$/);
+      expect(command.args).toEqual([
+        'run',
+        '-i',
+        '--init',
+        '--label',
+        'io.agentvisor.agent=a',
+        '--label',
+        `io.agentvisor.container=${token}`,
+        ...runArgs,
+        '-e',
+        'K',
+        '-w',
+        '/w',
+        '--',
+        'img',
+        ...wrapped('codex-acp', '--acp', 'x y'),
+      ]);
+    }
+  });
+
+  it('the engine a container is removed from: DOCKER_HOST / DOCKER_CONTEXT as the client has them (the spec\'s over this process\'s), nothing else', () => {
+    const saved = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = 'unix:///from/process.sock';
+    try {
+      const plain = dockerCommand({ ...agent, env: { SECRET: 'x' } }, { kind: 'docker', image: 'img' });
+      expect(plain.leftover?.engine).toEqual({ DOCKER_HOST: 'unix:///from/process.sock' });
+      const own = dockerCommand({ ...agent, env: { DOCKER_HOST: 'tcp://127.0.0.1:2375', DOCKER_CONTEXT: 'ci' } }, { kind: 'docker', image: 'img' });
+      expect(own.leftover?.engine).toEqual({ DOCKER_HOST: 'tcp://127.0.0.1:2375', DOCKER_CONTEXT: 'ci' });
+      expect(dockerCommand(agent, { kind: 'docker', container: 'c' }).leftover).toBeUndefined(); // exec: the container is not ours
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = saved;
     }
   });
 
@@ -185,7 +222,23 @@ describe('dockerFailure', () => {
     ).toMatchObject({ kind: 'runtime_auth_failed' });
   });
 
-  it('maps what the wrapper reports: no setsid, no /bin/sh, the agent\'s command not installed', () => {
+  it('maps Podman\'s words (its Docker API, 4.3.1, through docker 28.2.2: printed here)', () => {
+    const noContainer = 'Error response from daemon: no container with name or ID "nosuch" found: no such container';
+    expect(dockerFailure(ended(1), [noContainer])).toEqual({ kind: 'runtime_missing', detail: noContainer });
+    const stopped = 'Error response from daemon: can only create exec sessions on running containers: container state improper';
+    expect(dockerFailure(ended(1), [stopped])).toEqual({ kind: 'runtime_missing', detail: stopped });
+    const noImage = 'docker: Error response from daemon: no such image: localhost/nope:1: image not known';
+    expect(dockerFailure(ended(125), [noImage, '', "Run 'docker run --help' for more information"])).toEqual({ kind: 'runtime_missing', detail: noImage });
+    const pullFailed = [
+      "Unable to find image 'localhost/nope:1' locally",
+      'docker: initializing source docker://localhost/nope:1: pinging container registry localhost: Get "https://localhost/v2/": dial tcp 127.0.0.1:443: connect: connection refused',
+    ];
+    expect(dockerFailure(ended(125), pullFailed)).toEqual({ kind: 'runtime_missing', detail: pullFailed.join(' ') });
+  });
+
+  it('maps what the wrapper reports: no setsid, no /bin/sh, the agent\'s command not installed, nowhere for its fifo', () => {
+    const noFifo = dockerFailure(ended(125), ['agentvisor-wrapper: cannot make a fifo in /tmp, /tmp or /dev/shm']);
+    expect(noFifo).toMatchObject({ kind: 'runtime_missing', detail: expect.stringContaining('needs a writable $TMPDIR, /tmp or /dev/shm for its fifo') });
     expect(dockerFailure(ended(127), ['agentvisor-wrapper: setsid not found in the container'])).toMatchObject({ kind: 'runtime_missing' });
     expect(dockerFailure(ended(127), ['agentvisor-agent: 1: exec: codex-acp: not found'])).toMatchObject({ kind: 'runtime_missing' });
     const noShell = 'OCI runtime exec failed: exec failed: unable to start container process: exec: "/bin/sh": stat /bin/sh: no such file or directory: unknown';
