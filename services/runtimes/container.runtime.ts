@@ -67,9 +67,11 @@ const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
  */
 export const wrapperScript = [
   'g=$1 k=$2 e=$3; shift 3',
-  'command -v setsid >/dev/null 2>&1 || { echo "agentvisor-wrapper: setsid not found in the container" >&2; exit 127; }',
+  // The wrapper's own failures wait a second before they exit: an engine that ends the attach
+  // when the container exits may otherwise drop the line that says why (seen under load).
+  'command -v setsid >/dev/null 2>&1 || { echo "agentvisor-wrapper: setsid not found in the container" >&2; sleep 1; exit 127; }',
   'd=; for t in "${TMPDIR:-/tmp}" /tmp /dev/shm; do d=$t/agentvisor-wrapper.$$; mkdir -m 700 "$d" 2>/dev/null && mkfifo "$d/in" && break; d=; done',
-  '[ -n "$d" ] || { echo "agentvisor-wrapper: cannot make a fifo in ${TMPDIR:-/tmp}, /tmp or /dev/shm" >&2; exit 125; }',
+  '[ -n "$d" ] || { echo "agentvisor-wrapper: cannot make a fifo in ${TMPDIR:-/tmp}, /tmp or /dev/shm" >&2; sleep 1; exit 125; }',
   'exec 3<&0 0</dev/null',
   "setsid /bin/sh -c '" +
     'av_g=$1 av_k=$2 av_f=$3 av_e=$4; shift 4; ' +

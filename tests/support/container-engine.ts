@@ -52,6 +52,11 @@ export interface ContainerEngine {
 export type ContainerEngineResult = { engine: ContainerEngine; unavailable?: undefined } | { engine?: undefined; unavailable: string };
 
 const cacheDir = join(checkout, 'node_modules', '.cache', 'agentvisor', 'container-engine');
+/**
+ * The engine's storage (images, containers, its database). Podman refuses a storage whose
+ * database was made with other storage settings: a change to them takes a new directory.
+ */
+const storageRoot = join(cacheDir, 'storage-overlay-skip-mount-home');
 
 /** Podman's configuration for this engine (CONTAINERS_CONF): the settings these hosts need. */
 const containersConf = `[containers]
@@ -93,7 +98,10 @@ export async function startContainerEngine(): Promise<ContainerEngineResult> {
     const conf = join(runDir, 'containers.conf');
     writeFileSync(conf, containersConf);
     dockerHost = `unix://${join(runDir, 'docker.sock')}`;
-    const args = ['--root', join(cacheDir, 'storage'), '--runroot', join(stateRoot, 'run'), '--tmpdir', join(stateRoot, 'tmp'), 'system', 'service', '--time=0', dockerHost];
+    // skip_mount_home: containers/storage would otherwise leave its storage directory bind-mounted
+    // after the engine is gone, and node_modules (where it lies) could not be removed.
+    const storage = ['--root', storageRoot, '--runroot', join(stateRoot, 'run'), '--storage-driver', 'overlay', '--storage-opt', 'overlay.skip_mount_home=true'];
+    const args = [...storage, '--tmpdir', join(stateRoot, 'tmp'), 'system', 'service', '--time=0', dockerHost];
     // setpriv --pdeathsig: a test process that dies by SIGKILL takes the service with it.
     service = spawn('setpriv', ['--pdeathsig', 'SIGKILL', '--', 'podman', ...args], {
       env: { ...process.env, CONTAINERS_CONF: conf },
@@ -150,7 +158,7 @@ export async function startContainerEngine(): Promise<ContainerEngineResult> {
       service?.kill('SIGTERM');
       // conmon keeps each finished exec session's monitor for 5 minutes (--exit-delay 300): those
       // of this engine (they name its private storage) go with it.
-      if (service) killProcessesNaming(join(cacheDir, 'storage'));
+      if (service) killProcessesNaming(storageRoot);
       if (runDir) rmSync(runDir, { recursive: true, force: true });
     },
   };

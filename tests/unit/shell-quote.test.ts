@@ -41,7 +41,9 @@ describe('shellQuote', () => {
     expect(execFileSync('/bin/sh', ['-c', `${shellJoin(['A=B'])} 2>&1 || true`], { encoding: 'utf8' })).toMatch(/A=B: not found/);
   });
 
-  it('any string without NUL round-trips through /bin/sh (fast-check)', () => {
+  // 60 shells: a second here, but more than the default timeout on a machine busy with the
+  // rest of the suite (a container image being imported beside it, on a fresh clone).
+  it('any string without NUL round-trips through /bin/sh (fast-check)', { timeout: 120_000 }, () => {
     fc.assert(
       fc.property(fc.array(fc.string({ unit: 'binary', maxLength: 20 }).filter((value) => !value.includes('\0')), { minLength: 1, maxLength: 4 }), (values) => {
         expect(wordsSeenBySh(shellJoin(values))).toEqual(values);
