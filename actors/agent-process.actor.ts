@@ -67,6 +67,52 @@ export interface AgentProcessDependencies {
   streamJsonSession?(agent: string): { sessionId: string; resume: boolean };
   /** The terminals of `protocol: 'pty'` agents (the runtime's PtyTerminals): screens that outlive processes, activity. */
   pty?: PtyHost;
+  /** The exits still under way (a container being removed after the machine stopped waiting): the next start waits for them. */
+  exits?: ProcessExits;
+}
+
+/** How long a start waits for its agent's previous process to be gone, at most (its cleanup's own bound, and the reap's). */
+export const previousExitWaitMs = 25_000;
+
+/**
+ * The processes whose exit is still under way, by agent, of those that leave something in
+ * their runtime. The machine stops waiting for a process after a handshake failure or
+ * `killTimeoutMs`, but its exit path may still be at work — removing its container
+ * (services/runtimes/container.runtime.ts `cleanup`) — and a restart must not start next to
+ * what it removes: the next process of that agent waits for it, and `shutdown()` waits for
+ * all of them. Each wait is bounded by {@link previousExitWaitMs}: a
+ * process stuck in the kernel never holds its agent forever.
+ */
+export class ProcessExits {
+  private readonly pending = new Map<string, Promise<void>>();
+
+  /**
+   * Tracks `exited` as `agent`'s exit under way until it settles (or the bound passes). Call it
+   * before anything else waits on `exited`: the entry is gone in the same turn the exit is
+   * known, before the process actor reports it, so a start that follows a reported exit never waits.
+   */
+  track(agent: string, exited: Promise<unknown>): void {
+    const entry: Promise<void> = new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        if (this.pending.get(agent) === entry) this.pending.delete(agent);
+        resolve();
+      };
+      const timer = setTimeout(done, previousExitWaitMs).unref();
+      void exited.then(done);
+    });
+    this.pending.set(agent, entry);
+  }
+
+  /** The exit under way of `agent`'s previous process, if any. */
+  of(agent: string): Promise<void> | null {
+    return this.pending.get(agent) ?? null;
+  }
+
+  /** Every exit under way. */
+  all(): Promise<void> {
+    return Promise.all(this.pending.values()).then(() => {});
+  }
 }
 
 /** One process's link to its agent's terminal. */
@@ -99,7 +145,8 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     };
     const spec = deps.getSpec(input.agent);
     const preparing = deps.prepareWorkspace?.(input.agent) ?? null;
-    if (!preparing) {
+    const previous = deps.exits?.of(input.agent) ?? null;
+    if (!preparing && !previous) {
       const running = runProcess(deps, input.agent, spec, report);
       receive((command) => running.command(command));
       return () => {
@@ -108,16 +155,18 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       };
     }
 
-    // The workspace first (docs/workspaces.md): nothing is spawned until it exists, and
-    // nothing at all when it cannot be made. A stop meanwhile ends the attempt once the git
-    // command in flight has finished (it is never killed halfway through a worktree).
+    // The previous process's exit first (its container removed), and the workspace
+    // (docs/workspaces.md): nothing is spawned until both are done, and nothing at all when
+    // the workspace cannot be made. A stop meanwhile ends the attempt once the git command in
+    // flight has finished (it is never killed halfway through a worktree).
     let running: RunningProcess | null = null;
     let stopAsked = false;
-    preparing.then(
+    const ready: Promise<string | undefined> = Promise.all([previous, preparing]).then(([, cwd]) => cwd ?? undefined);
+    ready.then(
       (cwd) => {
         if (released) return;
         if (stopAsked) return report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
-        running = runProcess(deps, input.agent, { ...spec, cwd }, report);
+        running = runProcess(deps, input.agent, cwd === undefined ? spec : { ...spec, cwd }, report);
       },
       (error: unknown) => {
         report({ type: 'process.failed', kind: 'workspace_failed', detail: describeError(error), stderr: [] });
@@ -248,6 +297,9 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
   const { proc } = launched;
   const pid = proc.pid;
 
+  // Only a process that leaves something in its runtime (a container) holds its agent's next
+  // start: a local process's group is reaped in the exit path, and the next may start at once.
+  if (pid !== undefined && launched.runtime?.cleanup) deps.exits?.track(agent, proc.exited);
   if (pid === undefined) {
     void proc.spawnFailure.then((failure) => {
       if (released) return;
@@ -354,8 +406,9 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
       clearTimeout(streamGrace);
       deps.connections.remove(agent, connection);
       connection.close();
-      // Leader or not, nothing of this group may outlive its actor.
-      if (!groupGone) signalGroup(pid, 'SIGKILL');
+      // Leader or not, nothing of this group may outlive its actor. Once the leader has exited,
+      // the exit path reaps the group (and its number may be reused): not signalled again.
+      if (!groupGone && proc.isRunning()) signalGroup(pid, 'SIGKILL');
     },
   };
 }

@@ -41,8 +41,16 @@ export const runtimeSpecSchema = z.discriminatedUnion('kind', [
     container: name.optional(),
     /** …or `docker run -i --rm` from this image. */
     image: name.optional(),
-    /** Extra arguments for `docker run` (volumes, network), before the image. */
-    runArgs: z.array(noNul(z.string())).optional(),
+    /**
+     * Extra arguments for `docker run` (volumes, network), before the image. Not `--rm`
+     * (agentvisor removes the container itself, and with `--rm` Podman's API reports every
+     * exit as 0) nor `-d`/`--detach` (the agent speaks over the attached stdio).
+     */
+    runArgs: z
+      .array(noNul(z.string()))
+      .refine((args) => !args.some((arg) => /^--rm(=|$)/.test(arg)), 'must not hold --rm: agentvisor removes the container itself once its client is gone')
+      .refine((args) => !args.some((arg) => /^(-(?!-)[A-Za-z]*d[A-Za-z]*|--detach(=.*)?)$/.test(arg)), 'must not hold -d/--detach: the agent speaks ACP over the attached stdin and stdout')
+      .optional(),
   }),
   z.strictObject({
     kind: z.literal('kubernetes'),

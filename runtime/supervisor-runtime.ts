@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createActor, type Actor, type ActorRefFrom, type InspectionEvent, type Observer } from 'xstate';
-import { createAgentProcessActor } from '../actors/agent-process.actor.js';
+import { createAgentProcessActor, ProcessExits } from '../actors/agent-process.actor.js';
 import { createAuthenticateActor } from '../actors/authenticate.actor.js';
 import { createLoadSessionActor } from '../actors/load-session.actor.js';
 import { createPromptTurnActor } from '../actors/prompt-turn.actor.js';
@@ -110,6 +110,8 @@ export class SupervisorRuntime {
   private readonly records: AgentRecords | null;
   /** The start-up sweep while it runs: commands wait for it, so no spawn comes before it. */
   private sweeping: Promise<void> | null = null;
+  /** Agent processes whose exit is still under way after their machine stopped waiting (a container being removed). */
+  private readonly exits = new ProcessExits();
   private readonly writer: StoreWriter;
   private readonly journal: StoreJournal;
   /** Reads back what the store keeps, after the writes queued so far. */
@@ -228,6 +230,7 @@ export class SupervisorRuntime {
       stderrLines: settings.stderrLines,
       containment: this.containment.mechanism,
       records: this.records,
+      exits: this.exits,
       onStderrLine: (agent, line) => {
         this.journal.stderr(agent, line);
         this.events.emit('agent:stderr', { agent, line });
@@ -471,7 +474,14 @@ export class SupervisorRuntime {
         await this.workspaces.close();
       };
       // The pty agents' screens and activity machines last until every process is gone.
-      const finish = () => void terminals.then(workspaces).then(() => this.ptyTerminals.dispose()).then(() => this.reader.close()).then(() => resolve());
+      // And every process's exit under way (a container being removed: nothing is left when shutdown resolves).
+      const finish = () =>
+        void terminals
+          .then(workspaces)
+          .then(() => this.exits.all())
+          .then(() => this.ptyTerminals.dispose())
+          .then(() => this.reader.close())
+          .then(() => resolve());
       if (this.actor.getSnapshot().status !== 'active') return finish();
       // Also from an errored actor (a defect, never by design): shutdown always resolves.
       const done = () => {

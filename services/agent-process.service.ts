@@ -56,7 +56,7 @@ export interface SupervisedProcess {
   isRunning(): boolean;
   /** First rung of the stop ladder: end stdin so a well-behaved agent exits by itself. */
   closeInput(): void;
-  /** Signals the whole process group; no-op once it is gone. */
+  /** Signals the whole process group; no-op once its leader has exited (the group is reaped then). */
   signalGroup(signal: NodeJS.Signals): void;
 }
 
@@ -145,10 +145,10 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
           await contained?.killAll().catch(() => {});
           contained?.release();
           await reap(pid);
-          // What it left in its runtime (a container) goes before the exit is told: a restart
-          // never runs next to it. The record stays until then, so a crash meanwhile is swept.
-          await options.remote?.cleanup?.(exit).catch(() => {});
-          record?.remove();
+          // What it left in its runtime (a container) goes before the exit is told. The record
+          // stays until then, so a crash meanwhile is swept — and stays if the removal failed.
+          const nothingLeft = (await options.remote?.cleanup?.(exit).catch(() => false)) ?? true;
+          if (nothingLeft) record?.remove();
           // Let the last output arrive, but do not wait on pipes an escapee holds open.
           await withinGrace(settled, pipeDrainGraceMs);
           // Under load the grace can pass before the loop reads what the kernel already holds in
@@ -186,7 +186,8 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
       if (!child.stdin.destroyed) child.stdin.end();
     },
     signalGroup: (signal) => {
-      if (pid !== undefined) signalGroup(pid, signal);
+      // Once the leader has exited, its group is reaped above; its number may be reused soon after.
+      if (pid !== undefined && running) signalGroup(pid, signal);
     },
   };
 }

@@ -19,7 +19,7 @@ import type { Containment, ContainmentHandle, ContainmentKind } from './containm
 import { isRunningEntry, isRunningProcess, isSameProcess, readProcEntry, readProcTable, startTimeOf, type ProcessIdentity } from './containment/proc-table.js';
 import { killTracked } from './containment/proc-tracking.containment.js';
 import { signalGroup } from './process-group.service.js';
-import { sweepContainer } from './runtimes/container.runtime.js';
+import { engineVariables, sweepContainer } from './runtimes/container.runtime.js';
 import type { RemoteLeftover } from './runtimes/runtime.js';
 
 /** What is kept of one live agent process. */
@@ -38,6 +38,8 @@ export interface AgentRecord {
   handle: ContainmentHandle | null;
   /** The supervisor's process: while it runs (same start time), its records are left alone. */
   owner: ProcessIdentity;
+  /** The host it ran on: a state directory shared between hosts (an NFS home) holds records this host must not act on. Absent in older records. */
+  host?: string;
   createdAt: string;
   /** A command the agent ran through `terminal/create` (absent: the agent's own process). */
   terminal?: true;
@@ -101,6 +103,7 @@ export class AgentRecords {
       containment,
       handle: null,
       owner,
+      host: hostname(),
       createdAt: new Date().toISOString(),
       ...(terminal ? { terminal: true as const } : {}),
       ...(remote ? { remote } : {}),
@@ -114,7 +117,7 @@ export class AgentRecords {
       if (removed || text === written) return;
       try {
         mkdirSync(this.dir, { recursive: true });
-        writeFileSync(`${path}.tmp`, text);
+        writeFileSync(`${path}.tmp`, text, { mode: 0o600 });
         renameSync(`${path}.tmp`, path);
         written = text;
       } catch {
@@ -167,6 +170,10 @@ export class AgentRecords {
     for (const { path, record } of this.read()) {
       const pid = record.agentProcess?.pid ?? record.wrapper.pid;
       const terminal = record.terminal === true ? { terminal: true as const } : {};
+      if (record.host !== undefined && record.host !== hostname()) {
+        result.skipped.push({ agent: record.agent, pid, reason: `another host's (${record.host})`, ...terminal });
+        continue;
+      }
       if (isSameProcess(record.owner)) {
         result.skipped.push({ agent: record.agent, pid, reason: 'owner alive', ...terminal });
         continue;
@@ -174,8 +181,14 @@ export class AgentRecords {
       try {
         const outcome = await killLeftovers(record);
         // A container its client started is removed whatever became of the client (here its pid is long gone).
-        const container = record.remote && (await sweepContainer(record.remote)) ? { container: record.remote.token } : {};
-        if (outcome === 'killed' || 'container' in container) result.killed.push({ agent: record.agent, pid, command: record.command, ...terminal, ...container });
+        const removal = record.remote ? await removeRemote(record.remote) : 'absent';
+        if (removal === 'failed') {
+          // Kept: a later sweep tries again (the engine may be back).
+          result.skipped.push({ agent: record.agent, pid, reason: `its container ${record.remote?.token ?? ''} could not be removed`, ...terminal });
+          continue;
+        }
+        const container = removal === 'removed' ? { container: record.remote!.token } : {};
+        if (outcome === 'killed' || removal === 'removed') result.killed.push({ agent: record.agent, pid, command: record.command, ...terminal, ...container });
         else result.skipped.push({ agent: record.agent, pid, reason: outcome, ...terminal });
       } catch (error) {
         result.skipped.push({ agent: record.agent, pid, reason: `kill failed: ${String(error)}`, ...terminal });
@@ -184,6 +197,22 @@ export class AgentRecords {
     }
     return result;
   }
+}
+
+/**
+ * Removes a recorded container, after checking the record is one agentvisor writes: a record
+ * file is never a way to run another program or to select containers by another label.
+ */
+async function removeRemote(remote: RemoteLeftover): Promise<'removed' | 'absent' | 'failed'> {
+  const valid =
+    remote.kind === 'docker-container' &&
+    remote.client === 'docker' &&
+    /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(remote.token) &&
+    typeof remote.engine === 'object' &&
+    remote.engine !== null &&
+    Object.entries(remote.engine).every(([name, value]) => (engineVariables as readonly string[]).includes(name) && typeof value === 'string');
+  if (!valid) return 'absent';
+  return sweepContainer(remote);
 }
 
 /** Kills what one orphaned record names, never a pid whose start time differs. */

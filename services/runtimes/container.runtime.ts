@@ -1,9 +1,12 @@
 /**
  * The `docker` and `kubernetes` runtimes (docs/runtimes-sandbox-containers.md): the agent runs
  * in a container through the engine's client on this host, `docker exec -i` / `docker run -i
- * --rm --init` or `kubectl exec -i`, under a small POSIX-sh wrapper that gives the agent a
- * process group of its own inside the container, so the stop ladder and "nothing outlives
- * it" hold there as they do here. Nothing here spawns but `signalInside`'s short client call.
+ * --init` (never `--rm`: agentvisor removes its containers itself) or `kubectl exec -i`,
+ * under a small POSIX-sh wrapper that gives the agent a process group of its own inside the
+ * container, so the stop ladder and "nothing outlives it" hold there as they do here. What
+ * spawns here is only the short client calls that reach into the engine: the ladder's
+ * signals (`signalInside`), the removal of an agent's container once its client is gone
+ * (`cleanup`), and the orphan sweep's (`sweepContainer`).
  */
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
@@ -22,7 +25,7 @@ export interface ContainerRuntimeCommand extends RuntimeCommand {
   signalInside(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   onStderrLine(line: string): boolean;
   failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
-  cleanup(exit: { exitCode: number | null; signal: string | null }): Promise<void>;
+  cleanup(exit: { exitCode: number | null; signal: string | null }): Promise<boolean>;
 }
 
 /**
@@ -163,7 +166,8 @@ export function dockerCommand(
       ...(options.supervisor !== undefined ? [['--label', `${containerLabels.supervisor}=${options.supervisor}`]] : []),
       ['--label', `${containerLabels.container}=${token}`],
     ].flat();
-    args = ['run', '-i', '--init', ...labels, ...(named ? [] : ['--name', target]), ...runArgs, ...env, ...workdir, '--', runtime.image, ...wrapper];
+    // The labels after runArgs: a label of the same key there cannot replace the token.
+    args = ['run', '-i', '--init', ...(named ? [] : ['--name', target]), ...runArgs, ...labels, ...env, ...workdir, '--', runtime.image, ...wrapper];
     started = { kind: 'docker-container', client: docker, token, engine: engineOf(spec.env) };
   } else {
     throw invalidOptions('A docker runtime needs a container (docker exec) or an image (docker run)');
@@ -175,38 +179,42 @@ export function dockerCommand(
     ...(spec.env ? { env: spec.env } : {}),
     signalArgs: (signal, pgid) => ['exec', '--', target, '/bin/sh', '-c', signalScript, 'agentvisor-signal', signal, pgid],
     failureOf: dockerFailure,
-    ...(leftover ? { leftover, removeContainer: () => sweepContainer(leftover).then(() => {}) } : {}),
+    ...(leftover ? { leftover, removeContainer: () => sweepContainer(leftover, spec.env).then((outcome) => outcome !== 'failed') } : {}),
   });
 }
 
+/** The variables that say which engine docker's client talks to, and how: addresses and paths, never credentials. */
+export const engineVariables = ['DOCKER_HOST', 'DOCKER_CONTEXT', 'DOCKER_CONFIG', 'DOCKER_CERT_PATH', 'DOCKER_TLS_VERIFY'] as const;
+
 /**
- * The variables that say which engine docker's client talks to, as the agent's client had
- * them (the spec's env over this process's): recorded so that a sweep by a later process
- * reaches the same engine. Addresses, never credentials.
+ * The engine settings of the agent's client (the spec's env over this process's), recorded
+ * so that a sweep by a later process reaches the same engine the same way; one the client
+ * did not have is recorded empty, so the sweeping process's own value is not used instead.
  */
 function engineOf(specEnv: Readonly<Record<string, string>> | undefined): RemoteLeftover['engine'] {
   const engine: RemoteLeftover['engine'] = {};
-  for (const name of ['DOCKER_HOST', 'DOCKER_CONTEXT'] as const) {
-    const value = specEnv?.[name] ?? process.env[name];
-    if (value !== undefined && value !== '') engine[name] = value;
-  }
+  for (const name of engineVariables) engine[name] = specEnv?.[name] ?? process.env[name] ?? '';
   return engine;
 }
 
 /**
  * Removes the container a record names (`docker rm --force`, selected by its label token:
- * never a container that merely took the same name later), bounded, never rejecting.
- * Resolves with whether one was there to remove.
+ * never a container that merely took the same name later), bounded (each of the two client
+ * calls {@link removeTimeoutMs}), never rejecting: `'removed'`, `'absent'` (nothing carries
+ * the token), or `'failed'` (the engine did not answer, or refused). `clientEnv`: the agent's
+ * client's own env (the live removal); the sweep has only the recorded engine settings.
  */
-export async function sweepContainer(leftover: RemoteLeftover): Promise<boolean> {
-  const env = { ...process.env, ...leftover.engine };
+export async function sweepContainer(leftover: RemoteLeftover, clientEnv?: Readonly<Record<string, string>>): Promise<'removed' | 'absent' | 'failed'> {
+  const env: Record<string, string | undefined> = { ...process.env, ...clientEnv, ...leftover.engine };
+  for (const [name, value] of Object.entries(env)) if (value === '') delete env[name]; // recorded as not set
   const run = (args: string[]) =>
-    execa(leftover.client, args, { env, stdin: 'ignore', reject: false, timeout: removeTimeoutMs, forceKillAfterDelay: 1_000 }).catch(() => null);
+    execa(leftover.client, args, { env, extendEnv: false, stdin: 'ignore', reject: false, timeout: removeTimeoutMs, forceKillAfterDelay: 1_000 }).catch(() => null);
   const listed = await run(['ps', '--all', '--quiet', '--no-trunc', '--filter', `label=${containerLabels.container}=${leftover.token}`]);
-  const ids = typeof listed?.stdout === 'string' ? listed.stdout.split('\n').map((line) => line.trim()).filter(Boolean) : [];
-  if (ids.length === 0) return false;
+  if (listed?.exitCode !== 0 || typeof listed.stdout !== 'string') return 'failed';
+  const ids = listed.stdout.split('\n').map((line) => line.trim()).filter(Boolean);
+  if (ids.length === 0) return 'absent';
   const removed = await run(['rm', '--force', '--', ...ids]);
-  return removed?.exitCode === 0;
+  return removed?.exitCode === 0 ? 'removed' : 'failed';
 }
 
 /**
@@ -250,9 +258,9 @@ interface ContainerParts {
   stdinPreamble?: string;
   signalArgs(signal: 'TERM' | 'KILL', pgid: string): string[];
   failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
-  /** The container this command starts (docker run), for the process record; its removal. */
+  /** The container this command starts (docker run), for the process record; its removal (true: nothing is left). */
   leftover?: RemoteLeftover;
-  removeContainer?(): Promise<void>;
+  removeContainer?(): Promise<boolean>;
 }
 
 /**
@@ -262,9 +270,13 @@ interface ContainerParts {
  */
 function containerCommand(parts: ContainerParts): ContainerRuntimeCommand {
   let pgid: number | null = null;
+  let killedInside = false;
   const signalInside = async (signal: 'SIGTERM' | 'SIGKILL') => {
     if (pgid === null) return; // the wrapper has not started the agent: the local signal is all there is
+    if (signal === 'SIGKILL') killedInside = true;
+    // The client's own env (the spec's over this process's): the engine the agent's client talks to.
     await execa(parts.command, parts.signalArgs(signal === 'SIGTERM' ? 'TERM' : 'KILL', String(pgid)), {
+      ...(parts.env ? { env: parts.env } : {}),
       stdin: 'ignore',
       stdout: 'ignore',
       stderr: 'ignore',
@@ -296,10 +308,12 @@ function containerCommand(parts: ContainerParts): ContainerRuntimeCommand {
      * leaves the agent's group running in a container that is not ours: it gets the SIGKILL
      * the wrapper would send only after its grace. An `exec` client that exited by itself
      * carries the wrapper's status: its group is gone already (the wrapper killed it).
+     * True: nothing is left (false: a removal that failed; the process record is kept).
      */
     async cleanup(exit) {
       if (parts.removeContainer) return parts.removeContainer();
-      if (exit.signal !== null) await signalInside('SIGKILL');
+      if (exit.signal !== null && !killedInside) await signalInside('SIGKILL');
+      return true;
     },
   };
 }
@@ -344,6 +358,9 @@ export function dockerFailure(exit: { exitCode: number | null; signal: string | 
   const text = (pattern: RegExp) => stderr.find((line) => pattern.test(line));
   let line: string | undefined;
   if ((line = text(/Cannot connect to the Docker daemon|error during connect|Is the docker daemon running/i))) return { kind: 'runtime_unreachable', detail: line };
+  // The client could not attach to the container it made: the engine refused the upgrade (Podman
+  // answers 409 when the container could not be started or attached, seen under load): the engine's trouble, retried as such.
+  if ((line = text(/unable to upgrade to tcp, received (409|5\d\d)/))) return { kind: 'runtime_unreachable', detail: `the engine refused to attach the client to the container: ${line}` };
   if ((line = text(/permission denied while trying to connect to the Docker daemon/i))) return { kind: 'runtime_auth_failed', detail: line };
   if ((line = text(/No such container|no container with name or ID/i))) return { kind: 'runtime_missing', detail: line };
   const notRunning = /Error response from daemon: .*(is not running|is paused|is restarting|can only create exec sessions on running containers|container state improper)/i;
@@ -353,6 +370,10 @@ export function dockerFailure(exit: { exitCode: number | null; signal: string | 
     return { kind: 'runtime_missing', detail: stderr.filter((l) => /image|pull access|manifest|repository|reference|registry/i.test(l)).join(' ') || line };
   }
   if ((line = text(/^OCI runtime exec failed|^docker: Error response from daemon: failed to create (shim|task)/))) return { kind: 'runtime_missing', detail: line };
+  // Docker: `Conflict. The container name "/x" is already in use by container …`; Podman: `… the container name "x" is already in use by …`.
+  if (exit.exitCode === 125 && (line = text(/container name .* is already in use/i))) {
+    return { kind: 'runtime_missing', detail: `the container name is taken by another container (a --name in runArgs): ${line}` };
+  }
   return wrapperFailure(exit, stderr, 'the container');
 }
 

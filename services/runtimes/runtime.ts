@@ -43,9 +43,10 @@ export interface RuntimeCommand {
   leftover?: RemoteLeftover;
   /**
    * Runs once the local process is gone, before its exit is reported (and its record
-   * removed): removes what it left in the runtime. Bounded; never rejects.
+   * removed): removes what it left in the runtime. Bounded; never rejects. False: something
+   * may be left (the engine did not answer): the process record stays for a later sweep.
    */
-  cleanup?(exit: { exitCode: number | null; signal: string | null }): Promise<void>;
+  cleanup?(exit: { exitCode: number | null; signal: string | null }): Promise<boolean>;
 }
 
 /** A container that outlives its local client unless removed (container.runtime.ts `sweepContainer`). No secret: addresses only. */
@@ -55,8 +56,8 @@ export interface RemoteLeftover {
   client: string;
   /** The value of its `io.agentvisor.container` label: what it is selected by. */
   token: string;
-  /** Which engine: DOCKER_HOST / DOCKER_CONTEXT as the client had them. */
-  engine: { DOCKER_HOST?: string; DOCKER_CONTEXT?: string };
+  /** Which engine, and how: DOCKER_HOST, DOCKER_CONTEXT, DOCKER_CONFIG, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY as the client had them ('' = not set). */
+  engine: Record<string, string>;
 }
 
 /** The bytes an encoded name or value keeps as they are; every other byte is written `\0ooo`. */

@@ -176,5 +176,12 @@ describe('container agents, through the recording shim (NOT a real engine)', () 
       createSupervisor({ stateDir: false, agents: { a: { command: 'x', workspace: { kind: 'directory', path: '/tmp/x' }, runtime: { kind: 'ssh', host: 'h', knownHostsFile: '/k' } } } }),
     ).toThrow(expect.objectContaining({ kind: 'invalid_options' }) as Error);
     expect(() => createSupervisor({ stateDir: false, agents: { a: { command: 'x', runtime: { kind: 'docker' } } } })).toThrow(expect.objectContaining({ kind: 'invalid_options' }) as Error);
+    // runArgs that would break it: --rm (the exit status lost on Podman; agentvisor removes the container itself), -d (no attached stdio).
+    for (const runArgs of [['--rm'], ['--rm=true'], ['-d'], ['-dit'], ['--detach']]) {
+      expect(() => createSupervisor({ stateDir: false, agents: { a: { command: 'x', runtime: { kind: 'docker', image: 'i', runArgs } } } })).toThrow(
+        expect.objectContaining({ kind: 'invalid_options', message: expect.stringMatching(/--rm|--detach/) }) as Error,
+      );
+    }
+    expect(() => createSupervisor({ stateDir: false, agents: { a: { command: 'x', runtime: { kind: 'docker', image: 'i', runArgs: ['--dns', '1.1.1.1', '-it', '-e', 'X'] } } } })).not.toThrow();
   });
 });

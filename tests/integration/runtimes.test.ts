@@ -54,10 +54,15 @@ afterEach(async () => {
 });
 
 /** Spawns what the runtime says, as the process actor does: its command, args and env, in `cwd`. */
-function spawnRuntime(command: RuntimeCommand, cwd: string): AgentProcess {
+function spawnRuntime(command: RuntimeCommand, cwd: string, options: { cleanup?: boolean } = {}): AgentProcess {
   const proc = spawnAgentProcess(
     { command: command.command, args: command.args, env: command.env, cwd },
-    { onStderrLine: (line) => void command.onStderrLine?.(line), ...(command.stdinPreamble ? { stdinPreamble: command.stdinPreamble } : {}) },
+    {
+      onStderrLine: (line) => void command.onStderrLine?.(line),
+      ...(command.stdinPreamble ? { stdinPreamble: command.stdinPreamble } : {}),
+      // As the process actor does: what the runtime leaves is cleaned up before `exited` resolves.
+      ...(options.cleanup ? { remote: command } : {}),
+    },
   );
   spawned.push(proc);
   return proc;
@@ -458,8 +463,8 @@ describe('container runtimes, through the recording shim (NOT a real engine)', (
         }
       });
 
-  async function startInContainer(command: ContainerRuntimeCommand) {
-    const proc = spawnRuntime(command, shim.work);
+  async function startInContainer(command: ContainerRuntimeCommand, options: { cleanup?: boolean } = {}) {
+    const proc = spawnRuntime(command, shim.work, options);
     const client = await connect(proc);
     await eventually(() => command.remotePid() !== null, 'the wrapper\'s marker');
     const pgid = command.remotePid()!;
@@ -527,6 +532,38 @@ describe('container runtimes, through the recording shim (NOT a real engine)', (
     await eventually(() => members.every((pid) => !isRunning(pid)), 'the agent to be ended by its wrapper', 5_000);
   });
 
+  it('docker exec, with the cleanup: a client killed by a signal gets its agent SIGKILLed inside at once (the wrapper would wait 31 s)', async () => {
+    const command = dockerCommand(fixtureSpec(['--linger'], { shutdownTimeoutMs: 30_000 }), { kind: 'docker', container: 'dev' });
+    const { proc, pgid } = await startInContainer(command, { cleanup: true });
+    const members = groupMembers(pgid);
+    proc.signalGroup('SIGKILL'); // the local client only
+    await proc.exited; // after the cleanup
+    expect(calls().filter((call) => call.argv.includes('agentvisor-signal')).map((call) => call.argv.slice(-2))).toEqual([['KILL', String(pgid)]]);
+    await eventually(() => members.every((pid) => !isRunning(pid)), 'the agent to be gone', 3_000);
+  });
+
+  it('docker exec, with the cleanup: a client that ends with its agent sends nothing in (the wrapper killed the group)', async () => {
+    const command = dockerCommand(fixtureSpec(), { kind: 'docker', container: 'dev' });
+    const { proc, pgid } = await startInContainer(command, { cleanup: true });
+    proc.closeInput(); // the agent exits on EOF, the wrapper and the client with it
+    expect(await proc.exited).toEqual({ exitCode: 0, signal: null });
+    expect(calls().some((call) => call.argv.includes('agentvisor-signal'))).toBe(false);
+    expect(isRunning(pgid)).toBe(false);
+  });
+
+  it('docker run, with the cleanup: the client killed, its container is removed by its label before the exit is told', async () => {
+    const command = dockerCommand(fixtureSpec(['--linger'], { shutdownTimeoutMs: 30_000 }), { kind: 'docker', image: 'agent-image' }, { name: 'agentvisor-test-gone', agent: 'a' });
+    const { proc, pgid } = await startInContainer(command, { cleanup: true });
+    proc.signalGroup('SIGKILL');
+    await proc.exited;
+    expect(isRunning(pgid)).toBe(false); // `docker rm --force` ended "the container" before `exited` resolved
+    const engineCalls = calls().filter((call) => call.argv[0] === 'ps' || call.argv[0] === 'rm').map((call) => call.argv);
+    expect(engineCalls).toEqual([
+      ['ps', '--all', '--quiet', '--no-trunc', '--filter', 'label=io.agentvisor.container=agentvisor-test-gone'],
+      ['rm', '--force', '--', 'agentvisor-test-gone'],
+    ]);
+  });
+
   it('docker run: a named container, signals sent in by that name', async () => {
     const command = dockerCommand(fixtureSpec(['--linger']), { kind: 'docker', image: 'agent-image', runArgs: ['--init'] }, { name: 'agentvisor-test-run' });
     const { proc, client, pgid } = await startInContainer(command);
@@ -536,13 +573,13 @@ describe('container runtimes, through the recording shim (NOT a real engine)', (
       'run',
       '-i',
       '--init',
+      '--name',
+      'agentvisor-test-run',
+      '--init',
       '--label',
       'io.agentvisor.agent=Fixture',
       '--label',
       'io.agentvisor.container=agentvisor-test-run',
-      '--name',
-      'agentvisor-test-run',
-      '--init',
       '--',
     ]);
     expect(await stopLadder(proc, { shutdownMs: 300, killMs: 5_000, signalInside: (signal) => command.signalInside(signal) })).toBe('SIGTERM');

@@ -27,6 +27,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSyn
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { supervisorInstance } from '../../services/agent-records.service.js';
 import { containerLabels } from '../../services/runtimes/container.runtime.js';
 
 export const checkout = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
@@ -45,7 +46,9 @@ export interface ContainerEngine {
   docker(args: string[]): { stdout: string; stderr: string; status: number | null };
   /** The containers (running or not) labelled for `agent`, or every agentvisor container. */
   containers(agent?: string): Array<{ id: string; name: string; state: string; labels: Record<string, string> }>;
-  /** Removes every agentvisor container, then stops an engine started here. Idempotent. */
+  /** The label every container this process starts carries (the runtime's supervisor label): `stop()` removes those. */
+  readonly ownLabel: string;
+  /** Removes the containers this process started, then stops an engine started here. Idempotent. */
   stop(): void;
 }
 
@@ -87,6 +90,7 @@ export async function startContainerEngine(): Promise<ContainerEngineResult> {
   let dockerHost: string;
   let engineName: string;
   if (found('podman')) {
+    if (process.getuid?.() !== 0) return { unavailable: 'podman is installed, but the tests run it as root only (rootless Podman needs subuids the tests do not set up)' };
     const missing = ['runc', 'catatonit'].filter((tool) => !found(tool) && !existsSync(`/usr/libexec/podman/${tool}`) && !existsSync(`/usr/bin/${tool}`));
     if (missing.length > 0) return { unavailable: `podman is installed but ${missing.join(' and ')} is not: apt-get install podman runc catatonit` };
     mkdirSync(cacheDir, { recursive: true });
@@ -144,28 +148,31 @@ export async function startContainerEngine(): Promise<ContainerEngineResult> {
       .map((row) => ({ id: row.ID, name: row.Names, state: row.State, labels: parseLabels(row.Labels) }));
   };
   let stopped = false;
+  // Only what this process started: on an engine that was already there, a user's own agents are not ours to remove.
+  const ownLabel = `${containerLabels.supervisor}=${supervisorInstance()}`;
   const engine: ContainerEngine = {
     dockerHost,
     engine: engineName,
     image,
     docker,
     containers,
+    ownLabel,
     stop() {
       if (stopped) return;
       stopped = true;
-      const ids = containers().map((container) => container.id);
+      const ids = docker(['ps', '--all', '--quiet', '--no-trunc', '--filter', `label=${ownLabel}`]).stdout.split('\n').filter(Boolean);
       if (ids.length > 0) docker(['rm', '--force', ...ids]);
       service?.kill('SIGTERM');
-      // conmon keeps each finished exec session's monitor for 5 minutes (--exit-delay 300): those
-      // of this engine (they name its private storage) go with it.
-      if (service) killProcessesNaming(storageRoot);
+      // conmon keeps each finished exec session's monitor for 5 minutes (--exit-delay 300):
+      // those of the containers this run started go with them.
+      if (service) for (const id of ids) killProcessesNaming(`\0-c\0${id}\0`);
       if (runDir) rmSync(runDir, { recursive: true, force: true });
     },
   };
   return { engine };
 }
 
-/** SIGKILLs every process whose command line holds `text`. */
+/** SIGKILLs every process whose command line (NUL-separated) holds `text`. */
 function killProcessesNaming(text: string): void {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;

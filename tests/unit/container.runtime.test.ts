@@ -49,7 +49,7 @@ describe('dockerCommand', () => {
     expect(name).toMatch(/^agentvisor-[0-9a-f]{12}$/);
     const runArgs = ['--network', 'none', '-v', '/data:/data:ro'];
     const labels = ['--label', 'io.agentvisor.agent=coder', '--label', 'io.agentvisor.supervisor=host/42-7', '--label', `io.agentvisor.container=${name}`];
-    expect(command.args).toEqual(['run', '-i', '--init', ...labels, '--name', name, ...runArgs, '--', 'ghcr.io/acme/agent:1', ...wrapped('codex-acp', '--acp', 'x y')]);
+    expect(command.args).toEqual(['run', '-i', '--init', '--name', name, ...runArgs, ...labels, '--', 'ghcr.io/acme/agent:1', ...wrapped('codex-acp', '--acp', 'x y')]);
     expect(command.leftover).toEqual({ kind: 'docker-container', client: 'docker', token: name, engine: expect.any(Object) as object });
     const fixed = dockerCommand(agent, { kind: 'docker', image: 'img' }, { name: 'fixed' }).args;
     expect(fixed.slice(0, 3)).toEqual(['run', '-i', '--init']);
@@ -65,11 +65,11 @@ describe('dockerCommand', () => {
         'run',
         '-i',
         '--init',
+        ...runArgs,
         '--label',
         'io.agentvisor.agent=a',
         '--label',
         `io.agentvisor.container=${token}`,
-        ...runArgs,
         '-e',
         'K',
         '-w',
@@ -81,18 +81,28 @@ describe('dockerCommand', () => {
     }
   });
 
-  it('the engine a container is removed from: DOCKER_HOST / DOCKER_CONTEXT as the client has them (the spec\'s over this process\'s), nothing else', () => {
-    const saved = process.env.DOCKER_HOST;
+  it('a label of the same key in runArgs cannot replace the token: agentvisor\'s labels come after runArgs', () => {
+    const args = dockerCommand(agent, { kind: 'docker', image: 'img', runArgs: ['--label', 'io.agentvisor.container=theirs'] }, { name: 'ours' }).args;
+    expect(args.lastIndexOf('io.agentvisor.container=ours')).toBeGreaterThan(args.indexOf('io.agentvisor.container=theirs'));
+  });
+
+  it('the engine a container is removed from: the docker settings as the client has them (the spec\'s over this process\'s, unset ones empty), nothing else', () => {
+    const names = ['DOCKER_HOST', 'DOCKER_CONTEXT', 'DOCKER_CONFIG', 'DOCKER_CERT_PATH', 'DOCKER_TLS_VERIFY'] as const;
+    const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]));
+    for (const name of names) delete process.env[name];
     process.env.DOCKER_HOST = 'unix:///from/process.sock';
     try {
+      const none = { DOCKER_HOST: '', DOCKER_CONTEXT: '', DOCKER_CONFIG: '', DOCKER_CERT_PATH: '', DOCKER_TLS_VERIFY: '' };
       const plain = dockerCommand({ ...agent, env: { SECRET: 'x' } }, { kind: 'docker', image: 'img' });
-      expect(plain.leftover?.engine).toEqual({ DOCKER_HOST: 'unix:///from/process.sock' });
-      const own = dockerCommand({ ...agent, env: { DOCKER_HOST: 'tcp://127.0.0.1:2375', DOCKER_CONTEXT: 'ci' } }, { kind: 'docker', image: 'img' });
-      expect(own.leftover?.engine).toEqual({ DOCKER_HOST: 'tcp://127.0.0.1:2375', DOCKER_CONTEXT: 'ci' });
+      expect(plain.leftover?.engine).toEqual({ ...none, DOCKER_HOST: 'unix:///from/process.sock' });
+      const own = dockerCommand({ ...agent, env: { DOCKER_HOST: 'tcp://127.0.0.1:2375', DOCKER_CONTEXT: 'ci', DOCKER_CERT_PATH: '/certs' } }, { kind: 'docker', image: 'img' });
+      expect(own.leftover?.engine).toEqual({ ...none, DOCKER_HOST: 'tcp://127.0.0.1:2375', DOCKER_CONTEXT: 'ci', DOCKER_CERT_PATH: '/certs' });
       expect(dockerCommand(agent, { kind: 'docker', container: 'c' }).leftover).toBeUndefined(); // exec: the container is not ours
     } finally {
-      if (saved === undefined) delete process.env.DOCKER_HOST;
-      else process.env.DOCKER_HOST = saved;
+      for (const name of names) {
+        if (saved[name] === undefined) delete process.env[name];
+        else process.env[name] = saved[name];
+      }
     }
   });
 
@@ -234,6 +244,16 @@ describe('dockerFailure', () => {
       'docker: initializing source docker://localhost/nope:1: pinging container registry localhost: Get "https://localhost/v2/": dial tcp 127.0.0.1:443: connect: connection refused',
     ];
     expect(dockerFailure(ended(125), pullFailed)).toEqual({ kind: 'runtime_missing', detail: pullFailed.join(' ') });
+  });
+
+  it('an attach the engine refused (Podman\'s 409, printed here under load) is runtime_unreachable: the engine\'s trouble, retried', () => {
+    expect(dockerFailure(ended(125), ['unable to upgrade to tcp, received 409'])).toMatchObject({ kind: 'runtime_unreachable' });
+  });
+
+  it('a --name of runArgs that another container holds (Docker\'s and Podman\'s words) is runtime_missing saying so', () => {
+    const docker = 'docker: Error response from daemon: Conflict. The container name "/mine" is already in use by container "3f2a". You have to remove (or rename) that container to be able to reuse that name.';
+    const podman = 'docker: Error response from daemon: creating container storage: the container name "mine" is already in use by 3f2a. You have to remove that container to be able to reuse that name: that name is already in use';
+    for (const line of [docker, podman]) expect(dockerFailure(ended(125), [line])).toMatchObject({ kind: 'runtime_missing', detail: expect.stringContaining('name is taken') });
   });
 
   it('maps what the wrapper reports: no setsid, no /bin/sh, the agent\'s command not installed, nowhere for its fifo', () => {
