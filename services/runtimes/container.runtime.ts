@@ -70,11 +70,9 @@ const markerLine = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
  */
 export const wrapperScript = [
   'g=$1 k=$2 e=$3; shift 3',
-  // The wrapper's own failures wait a second before they exit: an engine that ends the attach
-  // when the container exits may otherwise drop the line that says why (seen under load).
-  'command -v setsid >/dev/null 2>&1 || { echo "agentvisor-wrapper: setsid not found in the container" >&2; sleep 1; exit 127; }',
+  'command -v setsid >/dev/null 2>&1 || { echo "agentvisor-wrapper: setsid not found in the container" >&2; exit 127; }',
   'd=; for t in "${TMPDIR:-/tmp}" /tmp /dev/shm; do d=$t/agentvisor-wrapper.$$; mkdir -m 700 "$d" 2>/dev/null && mkfifo "$d/in" && break; d=; done',
-  '[ -n "$d" ] || { echo "agentvisor-wrapper: cannot make a fifo in ${TMPDIR:-/tmp}, /tmp or /dev/shm" >&2; sleep 1; exit 125; }',
+  '[ -n "$d" ] || { echo "agentvisor-wrapper: cannot make a fifo in ${TMPDIR:-/tmp}, /tmp or /dev/shm" >&2; exit 125; }',
   'exec 3<&0 0</dev/null',
   "setsid /bin/sh -c '" +
     'av_g=$1 av_k=$2 av_f=$3 av_e=$4; shift 4; ' +
@@ -358,9 +356,12 @@ export function dockerFailure(exit: { exitCode: number | null; signal: string | 
   const text = (pattern: RegExp) => stderr.find((line) => pattern.test(line));
   let line: string | undefined;
   if ((line = text(/Cannot connect to the Docker daemon|error during connect|Is the docker daemon running/i))) return { kind: 'runtime_unreachable', detail: line };
-  // The client could not attach to the container it made: the engine refused the upgrade (Podman
-  // answers 409 when the container could not be started or attached, seen under load): the engine's trouble, retried as such.
-  if ((line = text(/unable to upgrade to tcp, received (409|5\d\d)/))) return { kind: 'runtime_unreachable', detail: `the engine refused to attach the client to the container: ${line}` };
+  // The client could not attach to the container it made: Podman answers 409 (or 500) when the
+  // container cannot be started — found here with a mount point it could not make (a
+  // read-only mount over a directory holding another mount's target) — and says no more.
+  if ((line = text(/unable to upgrade to tcp, received (409|5\d\d)/))) {
+    return { kind: 'runtime_missing', detail: `the engine could not start the container (check its runArgs: mounts, devices, user): ${line}` };
+  }
   if ((line = text(/permission denied while trying to connect to the Docker daemon/i))) return { kind: 'runtime_auth_failed', detail: line };
   if ((line = text(/No such container|no container with name or ID/i))) return { kind: 'runtime_missing', detail: line };
   const notRunning = /Error response from daemon: .*(is not running|is paused|is restarting|can only create exec sessions on running containers|container state improper)/i;

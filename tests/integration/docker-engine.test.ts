@@ -335,20 +335,18 @@ describe.skipIf(!engine)(`the docker runtime on a real engine${engine ? ` (${eng
       agents: {
         noImage: fixtureSpec([], { runtime: { kind: 'docker', image: 'localhost/agentvisor-no-such-image:1', runArgs: ['--pull', 'never', '--network', 'none'] } }),
         noEngine: fixtureSpec([], { env: { DOCKER_HOST: `unix://${join(env.files.dir, 'no-engine.sock')}` }, runtime: runRuntime() }),
-        // No writable /tmp or /dev/shm (read-only mounts over both), no TMPDIR: nowhere for the wrapper's fifo.
-        noFifo: fixtureSpec([], { runtime: runRuntime('-v', `${readOnly}:/tmp:ro`, '-v', `${readOnly}:/dev/shm:ro`) }),
+        // Nowhere for the wrapper's fifo: no TMPDIR, the image's /tmp writable by root only (the
+        // agent runs as nobody here), a read-only mount over /dev/shm. (Not a mount over /tmp: a
+        // checkout under /tmp, mounted at its own path, would have to be made inside it.)
+        noFifo: fixtureSpec([], { runtime: runRuntime('--user', '65534:65534', '-v', `${readOnly}:/dev/shm:ro`) }),
       },
     });
     await expect(env.supervisor.ensureAgent('noImage')).rejects.toMatchObject({ kind: 'runtime_missing', message: expect.stringMatching(/no such image|image not known/i) });
     await expect(env.supervisor.ensureAgent('noEngine')).rejects.toMatchObject({ kind: 'runtime_unreachable' });
-    // Podman 4.3.1 under load sometimes refuses the attach (409): that is runtime_unreachable, and another try is the answer.
-    let noFifo: { kind: string; message: string; stderr: string[] } | null = null;
-    for (let attempt = 0; attempt < 3 && (noFifo === null || noFifo.kind === 'runtime_unreachable'); attempt++) {
-      noFifo = await env.supervisor.ensureAgent('noFifo').then(
-        () => null,
-        (error: unknown) => error as { kind: string; message: string; stderr: string[] },
-      );
-    }
+    const noFifo = await env.supervisor.ensureAgent('noFifo').then(
+      () => null,
+      (error: unknown) => error as { kind: string; message: string; stderr: string[] },
+    );
     // On a mismatch, what the client printed says why.
     expect(noFifo, JSON.stringify(noFifo?.stderr)).toMatchObject({ kind: 'runtime_missing', message: expect.stringContaining('writable $TMPDIR, /tmp or /dev/shm') });
     expect(engine.containers('noFifo')).toEqual([]);

@@ -229,7 +229,7 @@ function imageFiles(): Array<{ from: string; to: string }> {
 /** Makes the test image unless the engine has it: its tag is a hash of what it holds. */
 function ensureTestImage(docker: (args: string[]) => { stdout: string; stderr: string; status: number | null }): string {
   const files = imageFiles();
-  const hash = createHash('sha256').update(JSON.stringify({ files, node: process.version, layout: 2 })).digest('hex').slice(0, 12);
+  const hash = createHash('sha256').update(JSON.stringify({ files, node: process.version, layout: 3 })).digest('hex').slice(0, 12);
   const image = `localhost/agentvisor-test:${hash}`;
   if (docker(['image', 'inspect', image]).status === 0) return image;
   const stage = mkdtempSync(join(tmpdir(), 'agentvisor-image-'));
@@ -238,7 +238,8 @@ function ensureTestImage(docker: (args: string[]) => { stdout: string; stderr: s
     mkdirSync(join(root, 'usr', 'bin'), { recursive: true });
     symlinkSync('usr/bin', join(root, 'bin'));
     for (const dir of ['tmp', 'etc', 'proc', 'dev', 'sys']) mkdirSync(join(root, dir), { recursive: true });
-    chmodSync(join(root, 'tmp'), 0o1777);
+    // Writable by root only: the tests run their agents as root, and one as nobody to find it unwritable.
+    chmodSync(join(root, 'tmp'), 0o755);
     writeFileSync(join(root, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n');
     for (const { from, to } of files) {
       // /bin is usr/bin in the image: a /bin path lands there.

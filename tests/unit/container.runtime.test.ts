@@ -246,8 +246,8 @@ describe('dockerFailure', () => {
     expect(dockerFailure(ended(125), pullFailed)).toEqual({ kind: 'runtime_missing', detail: pullFailed.join(' ') });
   });
 
-  it('an attach the engine refused (Podman\'s 409, printed here under load) is runtime_unreachable: the engine\'s trouble, retried', () => {
-    expect(dockerFailure(ended(125), ['unable to upgrade to tcp, received 409'])).toMatchObject({ kind: 'runtime_unreachable' });
+  it('a container the engine could not start (Podman\'s 409 to the attach, printed here for a mount point it could not make) is runtime_missing', () => {
+    expect(dockerFailure(ended(125), ['unable to upgrade to tcp, received 409'])).toMatchObject({ kind: 'runtime_missing', detail: expect.stringContaining('could not start the container') });
   });
 
   it('a --name of runArgs that another container holds (Docker\'s and Podman\'s words) is runtime_missing saying so', () => {
