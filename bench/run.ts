@@ -20,6 +20,7 @@ import { defaultContext, defaultResultsFile, formatTable, appendResult, truncate
 import { now } from './lib/stats.js';
 import * as restartStorm from './restart-storm.bench.js';
 import * as shutdown from './shutdown.bench.js';
+import * as storeSize from './store-size.bench.js';
 import * as stream from './stream.bench.js';
 import * as streamJson from './stream-json.bench.js';
 
@@ -44,6 +45,7 @@ export const benchmarks = [
   entry('daemon-ws-status', daemonWsStatus.daemonWsStatusBench, daemonWsStatus),
   entry('daemon-ls', daemonLs.daemonLsBench, daemonLs),
   entry('fs-hostile', fsHostile.fsHostileBench, fsHostile),
+  entry('store-size', storeSize.storeSizeBench, storeSize),
 ] as Array<Entry<unknown>>;
 
 async function main(argv: string[]): Promise<number> {

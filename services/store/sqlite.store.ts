@@ -11,6 +11,10 @@
  * {@link TRANSCRIPT_ROW_ENTRIES} of them, and an entry's `seq` is
  * `rowSeq * TRANSCRIPT_ROW_ENTRIES + its index in the row` — see "How the transcript is
  * stored" in docs/store.md.
+ *
+ * Retention and stats() read running totals (schema version 4: tables `totals` and
+ * `session_totals`, kept exact by triggers), so that they cost what there is to remove, not
+ * what the file holds — see "How retention is enforced" in docs/store.md.
  */
 import Database from 'better-sqlite3';
 import { mkdirSync, statSync } from 'node:fs';
@@ -126,6 +130,85 @@ const migrations: readonly string[] = [
   // packedLine). No table changes: the version keeps an agentvisor that cannot read them from
   // opening the file.
   '',
+  // Version 4: running totals, so that retention and stats() cost what there is to remove or
+  // read, not what the file holds. `totals` has one row per kind: sessions (count), transcript
+  // (entries and their bytes), stderr and events (rows and their bytes); `session_totals` the
+  // transcript entries and bytes of each (agent, session_id) that has any. Triggers keep them
+  // exact in every transaction that changes a row, whoever writes it; they start from a count
+  // of the rows already there. The indexes on time make retention by age a range scan: `at`
+  // for whole transcript rows, stderr and events, `first_at` for packed rows that hold both
+  // older and newer entries.
+  `
+  CREATE TABLE totals (
+    kind TEXT PRIMARY KEY,
+    count INTEGER NOT NULL,
+    bytes INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  INSERT INTO totals (kind, count, bytes)
+    SELECT 'sessions', COUNT(*), 0 FROM sessions
+    UNION ALL SELECT 'transcript', coalesce(SUM(count), 0), coalesce(SUM(bytes), 0) FROM transcript
+    UNION ALL SELECT 'stderr', COUNT(*), coalesce(SUM(bytes), 0) FROM stderr
+    UNION ALL SELECT 'events', COUNT(*), coalesce(SUM(bytes), 0) FROM events;
+  CREATE TABLE session_totals (
+    agent TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    PRIMARY KEY (agent, session_id)
+  ) WITHOUT ROWID;
+  INSERT INTO session_totals (agent, session_id, count, bytes)
+    SELECT agent, session_id, SUM(count), SUM(bytes) FROM transcript GROUP BY agent, session_id;
+
+  CREATE TRIGGER sessions_counted AFTER INSERT ON sessions BEGIN
+    UPDATE totals SET count = count + 1 WHERE kind = 'sessions';
+  END;
+  CREATE TRIGGER sessions_uncounted AFTER DELETE ON sessions BEGIN
+    UPDATE totals SET count = count - 1 WHERE kind = 'sessions';
+  END;
+
+  CREATE TRIGGER transcript_counted AFTER INSERT ON transcript BEGIN
+    UPDATE totals SET count = count + NEW.count, bytes = bytes + NEW.bytes WHERE kind = 'transcript';
+    INSERT INTO session_totals (agent, session_id, count, bytes) VALUES (NEW.agent, NEW.session_id, NEW.count, NEW.bytes)
+      ON CONFLICT (agent, session_id) DO UPDATE SET count = count + excluded.count, bytes = bytes + excluded.bytes;
+  END;
+  CREATE TRIGGER transcript_uncounted AFTER DELETE ON transcript BEGIN
+    UPDATE totals SET count = count - OLD.count, bytes = bytes - OLD.bytes WHERE kind = 'transcript';
+    UPDATE session_totals SET count = count - OLD.count, bytes = bytes - OLD.bytes WHERE agent = OLD.agent AND session_id = OLD.session_id;
+    DELETE FROM session_totals WHERE agent = OLD.agent AND session_id = OLD.session_id AND count = 0;
+  END;
+  CREATE TRIGGER transcript_recounted AFTER UPDATE OF agent, session_id, count, bytes ON transcript BEGIN
+    UPDATE totals SET count = count - OLD.count + NEW.count, bytes = bytes - OLD.bytes + NEW.bytes WHERE kind = 'transcript';
+    UPDATE session_totals SET count = count - OLD.count, bytes = bytes - OLD.bytes WHERE agent = OLD.agent AND session_id = OLD.session_id;
+    DELETE FROM session_totals WHERE agent = OLD.agent AND session_id = OLD.session_id AND count = 0;
+    INSERT INTO session_totals (agent, session_id, count, bytes) VALUES (NEW.agent, NEW.session_id, NEW.count, NEW.bytes)
+      ON CONFLICT (agent, session_id) DO UPDATE SET count = count + excluded.count, bytes = bytes + excluded.bytes;
+  END;
+
+  CREATE TRIGGER stderr_counted AFTER INSERT ON stderr BEGIN
+    UPDATE totals SET count = count + 1, bytes = bytes + NEW.bytes WHERE kind = 'stderr';
+  END;
+  CREATE TRIGGER stderr_uncounted AFTER DELETE ON stderr BEGIN
+    UPDATE totals SET count = count - 1, bytes = bytes - OLD.bytes WHERE kind = 'stderr';
+  END;
+  CREATE TRIGGER stderr_recounted AFTER UPDATE OF bytes ON stderr BEGIN
+    UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE kind = 'stderr';
+  END;
+
+  CREATE TRIGGER events_counted AFTER INSERT ON events BEGIN
+    UPDATE totals SET count = count + 1, bytes = bytes + NEW.bytes WHERE kind = 'events';
+  END;
+  CREATE TRIGGER events_uncounted AFTER DELETE ON events BEGIN
+    UPDATE totals SET count = count - 1, bytes = bytes - OLD.bytes WHERE kind = 'events';
+  END;
+  CREATE TRIGGER events_recounted AFTER UPDATE OF bytes ON events BEGIN
+    UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE kind = 'events';
+  END;
+
+  CREATE INDEX transcript_by_at ON transcript (at);
+  CREATE INDEX transcript_by_first_at ON transcript (first_at) WHERE packed = 1;
+  CREATE INDEX stderr_by_at ON stderr (at);
+  CREATE INDEX events_by_at ON events (at);
+  `,
 ];
 
 /** The most entries a transcript row holds; an entry's seq is `rowSeq * TRANSCRIPT_ROW_ENTRIES + index`. */
@@ -170,13 +253,18 @@ interface PackedRow {
   bytes: number;
 }
 
-/** The row where a running total (newest rows first) first exceeds a limit. */
-interface StraddlingRow {
+/** A transcript row's sizes, as retention walks the rows from the oldest. */
+interface SizedRow {
   seq: number;
-  /** The row's count or bytes. */
-  size: number;
-  /** Its and every newer row's. */
-  total: number;
+  count: number;
+  bytes: number;
+}
+
+/** A row of `totals`: a kind's entries (rows for stderr and events, sessions for sessions) and their payload bytes. */
+interface TotalsRow {
+  kind: 'sessions' | 'transcript' | 'stderr' | 'events';
+  count: number;
+  bytes: number;
 }
 
 interface EventRow {
@@ -185,16 +273,6 @@ interface EventRow {
   agent: string | null;
   event: string;
   data: string;
-}
-
-interface StatsRow {
-  sessions: number;
-  transcriptCount: number;
-  transcriptBytes: number;
-  stderrCount: number;
-  stderrBytes: number;
-  eventsCount: number;
-  eventsBytes: number;
 }
 
 interface SessionKey {
@@ -320,20 +398,16 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     logPage: db.prepare('SELECT seq, at, agent, line FROM stderr WHERE agent = ? AND seq > ? ORDER BY seq LIMIT ?'),
     eventPage: db.prepare('SELECT seq, at, agent, event, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
     agentEventPage: db.prepare('SELECT seq, at, agent, event, data FROM events WHERE agent = ? AND seq > ? ORDER BY seq LIMIT ?'),
-    stats: db.prepare(`
-      SELECT
-        (SELECT COUNT(*) FROM sessions) AS sessions,
-        (SELECT coalesce(SUM(count), 0) FROM transcript) AS transcriptCount, (SELECT coalesce(SUM(bytes), 0) FROM transcript) AS transcriptBytes,
-        (SELECT COUNT(*) FROM stderr) AS stderrCount, (SELECT coalesce(SUM(bytes), 0) FROM stderr) AS stderrBytes,
-        (SELECT COUNT(*) FROM events) AS eventsCount, (SELECT coalesce(SUM(bytes), 0) FROM events) AS eventsBytes`),
-    sessionsOlderThan: db.prepare('SELECT agent, session_id FROM sessions WHERE updated_at < ?'),
-    sessionsBeyondCount: db.prepare(`SELECT agent, session_id FROM sessions ORDER BY ${newestSessionsFirst} LIMIT -1 OFFSET ?`),
-    // Sessions newest first, each with the running total of its and newer sessions' transcript bytes.
+    totals: db.prepare('SELECT kind, count, bytes FROM totals'),
+    total: db.prepare('SELECT kind, count, bytes FROM totals WHERE kind = ?'),
+    sessionsOlderThan: db.prepare('SELECT agent, session_id FROM sessions INDEXED BY sessions_by_update WHERE updated_at < ?'),
+    // The `?` oldest sessions: newestSessionsFirst reversed (a total order, so they are exactly those beyond the newest `count - ?`).
+    oldestSessions: db.prepare('SELECT agent, session_id FROM sessions ORDER BY updated_at, created_at, rowid LIMIT ?'),
+    // Sessions newest first, each with the running total of its and newer sessions' transcript bytes (session_totals: one lookup a session).
     sessionsBeyondBytes: db.prepare(`
       SELECT agent, session_id FROM (
-        SELECT agent, session_id, SUM((SELECT coalesce(SUM(bytes), 0) FROM transcript t WHERE t.agent = s.agent AND t.session_id = s.session_id))
-          OVER (ORDER BY ${newestSessionsFirst} ROWS UNBOUNDED PRECEDING) AS total
-        FROM sessions s
+        SELECT s.agent, s.session_id, SUM(coalesce(t.bytes, 0)) OVER (ORDER BY s.updated_at DESC, s.created_at DESC, s.rowid DESC ROWS UNBOUNDED PRECEDING) AS total
+        FROM sessions s LEFT JOIN session_totals t ON t.agent = s.agent AND t.session_id = s.session_id
       ) WHERE total > ?`),
     deleteSessionTranscript: db.prepare('DELETE FROM transcript WHERE agent = ? AND session_id = ?'),
     deleteSession: db.prepare('DELETE FROM sessions WHERE agent = ? AND session_id = ?'),
@@ -495,9 +569,17 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     }
   }
 
+  /** A kind's running totals (kept by the triggers of schema version 4). */
+  function total(kind: TotalsRow['kind']): TotalsRow {
+    return (statements.total.get(kind) as TotalsRow | undefined) ?? { kind, count: 0, bytes: 0 };
+  }
+
   /**
    * Transcript retention, per entry as for the other kinds: whole rows go by SQL, and the one
-   * row that straddles a limit loses its oldest entries (see trimRow).
+   * row that straddles a limit loses its oldest entries (see trimRow). The work is what there
+   * is to remove: the age rules are range scans of indexes on time; the count and byte rules
+   * read the totals, do nothing within the limit, and otherwise walk the oldest rows only as
+   * far as the excess reaches.
    */
   function pruneTranscript(rule: RetentionRule, now: number): void {
     const maxAgeMs = limit(rule.maxAgeMs);
@@ -515,36 +597,60 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
       }
     }
     if (maxCount !== undefined) {
-      const keep = Math.max(0, Math.floor(maxCount));
-      const row = transcriptPrune.beyondCount.get(keep) as StraddlingRow | undefined;
-      if (row) {
-        transcriptPrune.deleteOlder.run(row.seq);
-        // It keeps what the newer rows leave of the limit.
-        const kept = keep - (row.total - row.size);
-        const packed = kept > 0 ? (transcriptPrune.packedRow.get(row.seq) as PackedRow | undefined) : undefined;
-        if (packed) trimRow(packed, packedLines(packed.data), packed.count - kept);
-        else transcriptPrune.deleteRow.run(row.seq);
+      // The `excess` oldest entries go: whole rows from the oldest, then as many of the next row's oldest entries as are left.
+      let excess = total('transcript').count - Math.max(0, Math.floor(maxCount));
+      if (excess > 0) {
+        let through: number | undefined;
+        let straddling: SizedRow | undefined;
+        for (const row of oldestRows<SizedRow>(transcriptPrune.oldest)) {
+          if (row.count > excess) {
+            straddling = row;
+            break;
+          }
+          through = row.seq;
+          excess -= row.count;
+          if (excess === 0) break;
+        }
+        if (through !== undefined) transcriptPrune.deleteThrough.run(through);
+        if (straddling) {
+          const packed = transcriptPrune.packedRow.get(straddling.seq) as PackedRow | undefined;
+          if (packed) trimRow(packed, packedLines(packed.data), excess);
+          else transcriptPrune.deleteRow.run(straddling.seq);
+        }
       }
     }
     if (maxBytes !== undefined) {
-      const row = transcriptPrune.beyondBytes.get(maxBytes) as StraddlingRow | undefined;
-      if (row) {
-        transcriptPrune.deleteOlder.run(row.seq);
-        // Its newest entries that fit in what the newer rows leave of the limit, up to the first that does not.
-        const room = maxBytes - (row.total - row.size);
-        const packed = transcriptPrune.packedRow.get(row.seq) as PackedRow | undefined;
-        let kept = 0;
-        if (packed) {
-          const lines = packedLines(packed.data);
-          let total = 0;
-          for (let index = lines.length - 1; index >= 0; index--) {
-            total += splitLine(lines[index]!).payloadBytes;
-            if (total > room) break;
-            kept++;
+      // `left`: the bytes of the row at hand and every newer one. Rows go from the oldest while the newer ones alone exceed
+      // the limit; the row that straddles it keeps its newest entries that fit in what the newer rows leave, up to the first that does not.
+      let left = total('transcript').bytes;
+      if (left > maxBytes) {
+        let through: number | undefined;
+        let straddling: SizedRow | undefined;
+        for (const row of oldestRows<SizedRow>(transcriptPrune.oldest)) {
+          if (left - row.bytes <= maxBytes) {
+            straddling = row;
+            break;
           }
-          if (kept > 0) trimRow(packed, lines, lines.length - kept);
+          through = row.seq;
+          left -= row.bytes;
         }
-        if (kept === 0) transcriptPrune.deleteRow.run(row.seq);
+        if (through !== undefined) transcriptPrune.deleteThrough.run(through);
+        if (straddling) {
+          const room = maxBytes - (left - straddling.bytes);
+          const packed = transcriptPrune.packedRow.get(straddling.seq) as PackedRow | undefined;
+          let kept = 0;
+          if (packed) {
+            const lines = packedLines(packed.data);
+            let size = 0;
+            for (let index = lines.length - 1; index >= 0; index--) {
+              size += splitLine(lines[index]!).payloadBytes;
+              if (size > room) break;
+              kept++;
+            }
+            if (kept > 0) trimRow(packed, lines, lines.length - kept);
+          }
+          if (kept === 0) transcriptPrune.deleteRow.run(straddling.seq);
+        }
       }
     }
   }
@@ -574,8 +680,24 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
       const maxCount = limit(rule.maxCount);
       const maxBytes = limit(rule.maxBytes);
       if (maxAgeMs !== undefined) prune.byAge.run(now - maxAgeMs);
-      if (maxCount !== undefined) prune.byCount.run(Math.max(0, Math.floor(maxCount)));
-      if (maxBytes !== undefined) prune.byBytes.run(maxBytes);
+      if (maxCount !== undefined) {
+        // The `excess` oldest rows.
+        const excess = total(kind).count - Math.max(0, Math.floor(maxCount));
+        if (excess > 0) prune.oldestRows.run(excess - 1);
+      }
+      if (maxBytes !== undefined) {
+        // The oldest rows while they and the newer ones exceed the limit (`left`: the row at hand's bytes and every newer one's).
+        let left = total(kind).bytes;
+        let through: number | undefined;
+        if (left > maxBytes) {
+          for (const row of oldestRows<{ seq: number; bytes: number }>(prune.oldest)) {
+            if (left <= maxBytes) break;
+            through = row.seq;
+            left -= row.bytes;
+          }
+        }
+        if (through !== undefined) prune.deleteThrough.run(through);
+      }
     }
     const rule = retention.sessions;
     if (!rule) return;
@@ -583,8 +705,12 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
     const maxCount = limit(rule.maxCount);
     const maxBytes = limit(rule.maxBytes);
     if (maxAgeMs !== undefined) dropSessions(statements.sessionsOlderThan.all(now - maxAgeMs) as SessionKey[]);
-    if (maxCount !== undefined) dropSessions(statements.sessionsBeyondCount.all(Math.max(0, Math.floor(maxCount))) as SessionKey[]);
-    if (maxBytes !== undefined) dropSessions(statements.sessionsBeyondBytes.all(maxBytes) as SessionKey[]);
+    if (maxCount !== undefined) {
+      const excess = total('sessions').count - Math.max(0, Math.floor(maxCount));
+      if (excess > 0) dropSessions(statements.oldestSessions.all(excess) as SessionKey[]);
+    }
+    // The sessions' transcripts are part of the transcript: within its total, every running total is within the limit.
+    if (maxBytes !== undefined && total('transcript').bytes > maxBytes) dropSessions(statements.sessionsBeyondBytes.all(maxBytes) as SessionKey[]);
   });
 
   /** Runs `action` on the open database; any failure becomes `store_failed`, worded by `what`. */
@@ -672,12 +798,13 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
 
     stats() {
       return guarded('read', () => {
-        const row = statements.stats.get() as StatsRow;
+        const totals = new Map((statements.totals.all() as TotalsRow[]).map((row) => [row.kind, row]));
+        const of = (kind: TotalsRow['kind']) => ({ count: totals.get(kind)?.count ?? 0, bytes: totals.get(kind)?.bytes ?? 0 });
         return {
-          sessions: row.sessions,
-          transcript: { count: row.transcriptCount, bytes: row.transcriptBytes },
-          stderr: { count: row.stderrCount, bytes: row.stderrBytes },
-          events: { count: row.eventsCount, bytes: row.eventsBytes },
+          sessions: of('sessions').count,
+          transcript: of('transcript'),
+          stderr: of('stderr'),
+          events: of('events'),
           fileBytes: fileSize(path) + fileSize(`${path}-wal`),
         };
       });
@@ -690,27 +817,35 @@ function sqliteStore(db: Database.Database, path: string): SqliteStore {
 }
 
 /**
- * Transcript retention: whole rows by age (of their newest entry), older than a row, a row;
- * the packed rows that hold entries older than a time; the row where the running count or
- * bytes of the newest rows first exceeds a limit; and the update that trims a packed row.
+ * Transcript retention: whole rows by age (of their newest entry), through a row, a row; the
+ * packed rows that hold entries older than a time; the rows oldest first, from after a seq;
+ * and the update that trims a packed row.
  */
 function transcriptPruneStatements(db: Database.Database) {
-  const straddling = (column: 'count' | 'bytes') =>
-    db.prepare(`
-      SELECT seq, size, total FROM (
-        SELECT seq, ${column} AS size, SUM(${column}) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS total FROM transcript
-      ) WHERE total > ? ORDER BY seq DESC LIMIT 1`);
   return {
+    // Through the indexes on time (a range: the rows to remove), never the rows' data.
+    byAge: db.prepare('DELETE FROM transcript WHERE seq IN (SELECT seq FROM transcript INDEXED BY transcript_by_at WHERE at < ?)'),
+    olderEntries: db.prepare(
+      'SELECT seq, data, count, bytes FROM transcript WHERE seq IN (SELECT seq FROM transcript INDEXED BY transcript_by_first_at WHERE packed = 1 AND first_at < ?)',
+    ),
     // Through the covering index (transcript_sizes): reading a packed row's later columns means reading past its data.
-    byAge: db.prepare('DELETE FROM transcript WHERE seq IN (SELECT seq FROM transcript WHERE at < ?)'),
-    olderEntries: db.prepare('SELECT seq, data, count, bytes FROM transcript WHERE seq IN (SELECT seq FROM transcript WHERE packed = 1 AND first_at < ?)'),
-    beyondCount: straddling('count'),
-    beyondBytes: straddling('bytes'),
-    deleteOlder: db.prepare('DELETE FROM transcript WHERE seq < ?'),
+    oldest: db.prepare('SELECT seq, count, bytes FROM transcript INDEXED BY transcript_sizes WHERE seq > ? ORDER BY seq LIMIT ?'),
+    deleteThrough: db.prepare('DELETE FROM transcript WHERE seq <= ?'),
     deleteRow: db.prepare('DELETE FROM transcript WHERE seq = ?'),
     packedRow: db.prepare('SELECT seq, data, count, bytes FROM transcript WHERE seq = ? AND packed = 1'),
     trim: db.prepare('UPDATE transcript SET data = ?, count = ?, first_index = first_index + ?, bytes = ?, first_at = ? WHERE seq = ?'),
   };
+}
+
+/** Rows by `oldest` (`seq > ?` in seq order, `LIMIT ?`), a small chunk at a time, then larger ones: the caller stops when it has seen enough. */
+function* oldestRows<T extends { seq: number }>(oldest: Database.Statement): Generator<T> {
+  let after = Number.MIN_SAFE_INTEGER;
+  for (let chunk = 16; ; chunk = Math.min(chunk * 4, 4096)) {
+    const rows = oldest.all(after, chunk) as T[];
+    yield* rows;
+    if (rows.length < chunk) return;
+    after = rows[rows.length - 1]!.seq;
+  }
 }
 
 /**
@@ -783,17 +918,13 @@ function chunkOf(code: number, text: unknown): PlainTextChunk {
   return { sessionUpdate, content: { type: 'text', text } };
 }
 
-/** Deletes from an entry table: by age, beyond a count of the newest, beyond a byte total of the newest. */
+/** Deletes from an entry table: by age (a range of its index on `at`), the oldest `? + 1` rows, the rows through a seq; and walks the oldest. */
 function entryPruneStatements(db: Database.Database, table: 'stderr' | 'events') {
   return {
-    byAge: db.prepare(`DELETE FROM ${table} WHERE at < ?`),
-    // The (count+1)-th newest entry and every older one.
-    byCount: db.prepare(`DELETE FROM ${table} WHERE seq <= (SELECT seq FROM ${table} ORDER BY seq DESC LIMIT 1 OFFSET ?)`),
-    // The newest entry whose running total (it and every newer entry) exceeds the limit, and every older one.
-    byBytes: db.prepare(`
-      DELETE FROM ${table} WHERE seq <= (
-        SELECT max(seq) FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS total FROM ${table}) WHERE total > ?
-      )`),
+    byAge: db.prepare(`DELETE FROM ${table} WHERE seq IN (SELECT seq FROM ${table} INDEXED BY ${table}_by_at WHERE at < ?)`),
+    oldestRows: db.prepare(`DELETE FROM ${table} WHERE seq <= (SELECT seq FROM ${table} ORDER BY seq LIMIT 1 OFFSET ?)`),
+    oldest: db.prepare(`SELECT seq, bytes FROM ${table} WHERE seq > ? ORDER BY seq LIMIT ?`),
+    deleteThrough: db.prepare(`DELETE FROM ${table} WHERE seq <= ?`),
   };
 }
 

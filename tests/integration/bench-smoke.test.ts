@@ -12,6 +12,7 @@ import * as daemonLs from '../../bench/daemon-ls.bench.js';
 import * as daemonWsStatus from '../../bench/daemon-ws-status.bench.js';
 import * as fanOut from '../../bench/fan-out.bench.js';
 import * as fsHostile from '../../bench/fs-hostile.bench.js';
+import * as storeSize from '../../bench/store-size.bench.js';
 import * as handshake from '../../bench/handshake.bench.js';
 import { agentScripts } from '../../bench/lib/agentvisor.js';
 import { clientScripts } from '../../bench/lib/daemon.js';
@@ -92,4 +93,8 @@ describe('benchmarks at smoke size', () => {
   it('fs-hostile', async () => {
     expectWellFormed(await fsHostile.fsHostileBench(fsHostile.smokeSize, ctx), 'fs-hostile');
   }, 30_000);
+
+  it('store-size', async () => {
+    expectWellFormed(await storeSize.storeSizeBench(storeSize.smokeSize, ctx), 'store-size');
+  }, 60_000);
 });

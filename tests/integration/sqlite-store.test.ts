@@ -1,15 +1,20 @@
 /**
  * The SQLite store on real files: the Store contract (tests/support/store-contract.ts), then
  * what only a file has — reopening, a full disk, two connections, and the files it must refuse
- * (not SQLite, another application's, a newer schema) and leave untouched.
+ * (not SQLite, another application's, a newer schema) and leave untouched; and the running
+ * totals that retention reads (schema version 4): exact after any writes and prunes, counted
+ * when an older file is upgraded, and retention that leaves what the memory store leaves.
  */
 import Database from 'better-sqlite3';
+import fc from 'fast-check';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Page, StoreWrite, TranscriptKind } from '../../core/store.js';
+import type { LogEntry, Page, Retention, RetentionRule, Store, StoreWrite, TranscriptEntry, TranscriptKind } from '../../core/store.js';
+import { entryJson } from '../../services/store/entry-json.js';
+import { createMemoryStore } from '../../services/store/memory.store.js';
 import { openSqliteStore, STORE_APPLICATION_ID, STORE_SCHEMA_VERSION, TRANSCRIPT_ROW_ENTRIES } from '../../services/store/sqlite.store.js';
 import { describeStoreContract, writes } from '../support/store-contract.js';
 
@@ -76,6 +81,54 @@ function createVersion1File(path: string, entries: { at: number; sessionId: stri
   raw.close();
 }
 
+/** What version 2 added to version 1, as it shipped; version 3 changed no table. */
+const schemaVersion2Step = `
+  ALTER TABLE transcript ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE transcript ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE transcript ADD COLUMN first_index INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE transcript ADD COLUMN first_at INTEGER;
+  CREATE INDEX transcript_sizes ON transcript (seq, at, count, bytes, first_at, packed);
+  DROP INDEX transcript_by_session;
+  CREATE INDEX transcript_by_session ON transcript (agent, session_id, seq, bytes);
+`;
+
+/** A transcript row of a version 3 file: one entry (a plain row) or several (packed: `[at, kind, data]` lines, or `[at, code, text]` for a text chunk). */
+interface Version3Row {
+  agent: string;
+  sessionId: string;
+  /** Each entry's time and its line in a packed row (or its JSON, alone), with its payload's bytes. */
+  entries: { at: number; line: string; bytes: number }[];
+}
+
+/** Creates `path` as agentvisor 3 left it: no running totals, no indexes on time. */
+function createVersion3File(
+  path: string,
+  contents: { sessions: { agent: string; sessionId: string; at: number }[]; transcript: Version3Row[]; stderr: string[]; events: unknown[] },
+): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const raw = new Database(path);
+  raw.pragma('journal_mode = WAL');
+  raw.exec(schemaVersion1 + schemaVersion2Step);
+  const session = raw.prepare("INSERT INTO sessions (agent, session_id, cwd, state, created_at, updated_at) VALUES (?, ?, '/w', 'idle', ?, ?)");
+  for (const { agent, sessionId, at } of contents.sessions) session.run(agent, sessionId, at, at);
+  const plain = raw.prepare("INSERT INTO transcript (agent, session_id, at, kind, data, bytes) VALUES (?, ?, ?, 'update', ?, ?)");
+  const packed = raw.prepare(
+    "INSERT INTO transcript (agent, session_id, at, kind, data, bytes, count, packed, first_at) VALUES (?, ?, ?, 'packed', ?, ?, ?, 1, ?)",
+  );
+  for (const { agent, sessionId, entries } of contents.transcript) {
+    const bytes = entries.reduce((total, entry) => total + entry.bytes, 0);
+    if (entries.length === 1) plain.run(agent, sessionId, entries[0]!.at, entries[0]!.line, bytes);
+    else packed.run(agent, sessionId, entries.at(-1)!.at, `[${entries.map((entry) => entry.line).join(',\n')}]`, bytes, entries.length, entries[0]!.at);
+  }
+  const stderr = raw.prepare("INSERT INTO stderr (agent, at, line, bytes) VALUES ('a', ?, ?, ?)");
+  contents.stderr.forEach((line, i) => stderr.run(i, line, Buffer.byteLength(line)));
+  const event = raw.prepare("INSERT INTO events (agent, at, event, data, bytes) VALUES ('a', ?, 'status', ?, ?)");
+  contents.events.forEach((data, i) => event.run(i, JSON.stringify(data), Buffer.byteLength(JSON.stringify(data))));
+  raw.pragma(`application_id = ${STORE_APPLICATION_ID}`);
+  raw.pragma('user_version = 3');
+  raw.close();
+}
+
 interface RawTranscriptRow {
   seq: number;
   session_id: string;
@@ -92,6 +145,47 @@ function transcriptRows(path: string): RawTranscriptRow[] {
   const raw = new Database(path, { readonly: true });
   try {
     return raw.prepare('SELECT seq, session_id, at, count, packed, first_index, first_at, bytes FROM transcript ORDER BY seq').all() as RawTranscriptRow[];
+  } finally {
+    raw.close();
+  }
+}
+
+/** The running totals of schema version 4 as stored, and as a count of the rows gives them: they must be equal. */
+function totalsAndRecount(raw: Database.Database) {
+  type Totals = { kind: string; count: number; bytes: number };
+  const totals = Object.fromEntries((raw.prepare('SELECT kind, count, bytes FROM totals ORDER BY kind').all() as Totals[]).map(({ kind, count, bytes }) => [kind, { count, bytes }]));
+  const recount = raw
+    .prepare(
+      `SELECT
+        (SELECT COUNT(*) FROM sessions) AS sessions,
+        (SELECT coalesce(SUM(count), 0) FROM transcript) AS transcriptCount, (SELECT coalesce(SUM(bytes), 0) FROM transcript) AS transcriptBytes,
+        (SELECT COUNT(*) FROM stderr) AS stderrCount, (SELECT coalesce(SUM(bytes), 0) FROM stderr) AS stderrBytes,
+        (SELECT COUNT(*) FROM events) AS eventsCount, (SELECT coalesce(SUM(bytes), 0) FROM events) AS eventsBytes`,
+    )
+    .get() as Record<string, number>;
+  return {
+    totals: {
+      kinds: totals,
+      sessions: raw.prepare('SELECT agent, session_id, count, bytes FROM session_totals ORDER BY agent, session_id').all(),
+    },
+    recount: {
+      kinds: {
+        events: { count: recount['eventsCount'], bytes: recount['eventsBytes'] },
+        sessions: { count: recount['sessions'], bytes: 0 },
+        stderr: { count: recount['stderrCount'], bytes: recount['stderrBytes'] },
+        transcript: { count: recount['transcriptCount'], bytes: recount['transcriptBytes'] },
+      },
+      sessions: raw.prepare('SELECT agent, session_id, SUM(count) AS count, SUM(bytes) AS bytes FROM transcript GROUP BY agent, session_id ORDER BY agent, session_id').all(),
+    },
+  };
+}
+
+/** Expects the file's running totals to be those of its rows. */
+function expectTotalsExact(path: string): void {
+  const raw = new Database(path, { readonly: true });
+  try {
+    const { totals, recount } = totalsAndRecount(raw);
+    expect(totals).toEqual(recount);
   } finally {
     raw.close();
   }
@@ -367,6 +461,7 @@ describe('sqlite store', () => {
       ]);
       const store = track(openSqliteStore(file));
       expect(store.stats().transcript.count).toBe(5);
+      expectTotalsExact(file);
       store.write([entry(5, { prompt: 'again' }, 'prompt'), ...Array.from({ length: 20 }, (_, i) => entry(6, { n: 3 + i }))]);
       store.write([entry(7, { stopReason: 'end_turn' }, 'prompt_result')]);
 
@@ -399,6 +494,7 @@ describe('sqlite store', () => {
       store.prune({ transcript: { maxCount: 10 } }, 100);
       expect(store.transcript('a', 's', all).map((entry) => entry.data)).toEqual([...Array.from({ length: 9 }, (_, i) => ({ n: 14 + i })), { stopReason: 'end_turn' }]);
       expect(store.transcript('a', 'other', all)).toEqual([]);
+      expectTotalsExact(file);
       const raw = track(new Database(file, { readonly: true }));
       expect(raw.pragma('user_version', { simple: true })).toBe(STORE_SCHEMA_VERSION);
     });
@@ -472,6 +568,239 @@ describe('sqlite store', () => {
         expect(store.sessions({}).map((session) => session.sessionId)).toEqual(['t']);
         expect(store.stats().transcript).toEqual({ count: 10, bytes: 50 });
       });
+    });
+  });
+
+  describe('running totals and bounded retention', () => {
+    it('migrates a version 3 file: totals counted from the rows there, kept by later writes and prunes', () => {
+      /** An entry of a packed row: `[at, "update", json]`, or compact `[at, 0, text]` for an agent_message_chunk. */
+      const line = (at: number, data: unknown) => {
+        const json = JSON.stringify(data);
+        return { at, line: `[${at},"update",${json}]`, bytes: Buffer.byteLength(json) };
+      };
+      const compact = (at: number, text: string) => ({
+        at,
+        line: `[${at},0,${JSON.stringify(text)}]`,
+        bytes: Buffer.byteLength(JSON.stringify({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } })),
+      });
+      const plain = (at: number, data: unknown) => ({ at, line: JSON.stringify(data), bytes: Buffer.byteLength(JSON.stringify(data)) });
+      const transcript: Version3Row[] = [
+        { agent: 'a', sessionId: 's', entries: Array.from({ length: 10 }, (_, i) => line(100 + i, `e${i}`)) },
+        { agent: 'a', sessionId: 't', entries: [plain(110, { n: 'é' })] },
+        { agent: 'b', sessionId: 's', entries: [compact(111, 'héllo'), compact(112, ''), line(113, null)] },
+        { agent: 'a', sessionId: 's', entries: [plain(114, 'last')] },
+        { agent: 'a', sessionId: 'orphan', entries: [plain(115, 'no session')] },
+      ];
+      createVersion3File(file, {
+        sessions: [
+          { agent: 'a', sessionId: 's', at: 1000 },
+          { agent: 'a', sessionId: 't', at: 1100 },
+          { agent: 'b', sessionId: 's', at: 1200 },
+        ],
+        transcript,
+        stderr: ['one', 'twö', 'three'],
+        events: [{ status: 'ready' }, null],
+      });
+      const sum = (rows: Version3Row[]) => rows.reduce((total, row) => total + row.entries.reduce((bytes, entry) => bytes + entry.bytes, 0), 0);
+      const bytesOf = (agent: string, sessionId: string) => sum(transcript.filter((row) => row.agent === agent && row.sessionId === sessionId));
+
+      const store = track(openSqliteStore(file));
+      const raw = track(new Database(file, { readonly: true }));
+      expect(raw.pragma('user_version', { simple: true })).toBe(STORE_SCHEMA_VERSION);
+      const { totals, recount } = totalsAndRecount(raw);
+      expect(totals).toEqual(recount);
+      expect(totals).toEqual({
+        kinds: {
+          events: { count: 2, bytes: Buffer.byteLength('{"status":"ready"}') + 4 },
+          sessions: { count: 3, bytes: 0 },
+          stderr: { count: 3, bytes: 3 + 4 + 5 },
+          transcript: { count: 16, bytes: sum(transcript) },
+        },
+        sessions: [
+          { agent: 'a', session_id: 'orphan', count: 1, bytes: bytesOf('a', 'orphan') },
+          { agent: 'a', session_id: 's', count: 11, bytes: bytesOf('a', 's') },
+          { agent: 'a', session_id: 't', count: 1, bytes: bytesOf('a', 't') },
+          { agent: 'b', session_id: 's', count: 3, bytes: bytesOf('b', 's') },
+        ],
+      });
+      expect(store.stats()).toMatchObject({ sessions: 3, transcript: { count: 16, bytes: sum(transcript) }, stderr: { count: 3, bytes: 12 }, events: { count: 2 } });
+      expect(store.transcript('b', 's', all).map((entry) => entry.data)).toEqual([
+        { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'héllo' } },
+        { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: '' } },
+        null,
+      ]);
+
+      // The old rows and new ones, counted alike by later writes and every rule.
+      store.write([entry(120, 'new', 'update', 't'), entry(121, 'newer', 'update', 't'), writes.stderr(122, 'four'), writes.session(1300, { sessionId: 't' })]);
+      expectTotalsExact(file);
+      store.prune({ transcript: { maxCount: 12 } }, 200); // the first row's 6 oldest entries go
+      expect(store.transcript('a', 's', all).map((entry) => entry.data)).toEqual(['e6', 'e7', 'e8', 'e9', 'last']);
+      expectTotalsExact(file);
+      store.prune({ transcript: { maxAgeMs: 88 }, stderr: { maxCount: 2 }, events: { maxBytes: 4 } }, 200); // at >= 112
+      expect(store.transcript('b', 's', all).map((entry) => entry.at)).toEqual([112, 113]);
+      expect(store.logs('a', all).map((line) => line.line)).toEqual(['three', 'four']);
+      expect(store.events({}, all).map((event) => event.data)).toEqual([null]);
+      expectTotalsExact(file);
+      store.prune({ sessions: { maxBytes: Buffer.byteLength('"new""newer"') } }, 2000); // t only, the newest (its entry at 110 is gone)
+      expect(store.sessions({}).map((session) => `${session.agent}/${session.sessionId}`)).toEqual(['a/t']);
+      expectTotalsExact(file);
+      expect(store.stats()).toMatchObject({ sessions: 1, transcript: { count: 3 } }); // t's 2, and the orphan's
+    });
+
+    it('sessions by count: the oldest go, in the order sessions() gives (updatedAt, then createdAt, then the later written)', () => {
+      const store = track(openSqliteStore(file));
+      // Created at 10, 5, 5 (in that order of writing), all updated at 20: newest first s1, s3, s2.
+      store.write([writes.session(10, { sessionId: 's1' }), writes.session(5, { sessionId: 's2' }), writes.session(5, { sessionId: 's3' })]);
+      store.write(['s1', 's2', 's3'].map((sessionId) => writes.session(20, { sessionId })));
+      expect(store.sessions({}).map((session) => session.sessionId)).toEqual(['s1', 's3', 's2']);
+      store.prune({ sessions: { maxCount: 2 } }, 100);
+      expect(store.sessions({}).map((session) => session.sessionId)).toEqual(['s1', 's3']);
+      store.prune({ sessions: { maxCount: 1 } }, 100);
+      expect(store.sessions({}).map((session) => session.sessionId)).toEqual(['s1']);
+      expect(store.stats().sessions).toBe(1);
+      expectTotalsExact(file);
+    });
+
+    const agents = ['a', 'b'];
+    const sessionIds = ['s', 't', 'u'];
+    const chunk = (text: string) => ({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } });
+
+    /** What a store holds (seqs aside: each store has its own), to compare the SQLite store with the memory store. */
+    async function contents(store: Store) {
+      const transcript: unknown[] = [];
+      for (const agent of agents) {
+        for (const sessionId of sessionIds) {
+          transcript.push((await store.transcript(agent, sessionId, all)).map(({ at, kind, data }) => [agent, sessionId, at, kind, data]));
+        }
+      }
+      const logs: unknown[] = [];
+      for (const agent of agents) logs.push((await store.logs(agent, all)).map(({ at, line }) => [agent, at, line]));
+      const events = (await store.events({}, all)).map(({ at, agent, data }) => [at, agent, data]);
+      const { sessions, transcript: transcriptStats, stderr, events: eventStats } = await store.stats();
+      return { transcript, logs, events, sessions: await store.sessions({}), stats: { sessions, transcript: transcriptStats, stderr, events: eventStats } };
+    }
+
+    /** Each kind's entries' bytes (sessions: their transcripts'), newest first, as the memory store holds them. */
+    async function newestSizes(store: Store): Promise<Record<keyof Retention, number[]>> {
+      const transcript: TranscriptEntry[] = [];
+      for (const agent of agents) for (const sessionId of sessionIds) transcript.push(...(await store.transcript(agent, sessionId, all)));
+      transcript.sort((a, b) => b.seq - a.seq);
+      const logs: LogEntry[] = [];
+      for (const agent of agents) logs.push(...(await store.logs(agent, all)));
+      logs.sort((a, b) => b.seq - a.seq);
+      const bytesOf = (agent: string, sessionId: string) =>
+        transcript.filter((entry) => entry.agent === agent && entry.sessionId === sessionId).reduce((total, entry) => total + Buffer.byteLength(entryJson(entry.data)), 0);
+      return {
+        transcript: transcript.map((entry) => Buffer.byteLength(entryJson(entry.data))),
+        stderr: logs.map((entry) => Buffer.byteLength(entry.line)),
+        events: (await store.events({}, all)).reverse().map((entry) => Buffer.byteLength(entryJson(entry.data))),
+        sessions: (await store.sessions({})).map((session) => bytesOf(session.agent, session.sessionId)),
+      };
+    }
+
+    /** One write: its time is the clock's, give or take a few ms (a clock may step back). */
+    const skew = fc.integer({ min: -3, max: 3 });
+    const writeArb: fc.Arbitrary<(now: number) => StoreWrite> = fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc
+          .record({ agent: fc.constantFrom(...agents), sessionId: fc.constantFrom(...sessionIds), skew, text: fc.string({ maxLength: 12 }), asChunk: fc.boolean() })
+          .map(({ agent, sessionId, skew, text, asChunk }) => (now: number): StoreWrite => ({ type: 'transcript', at: now + skew, agent, sessionId, kind: 'update', data: asChunk ? chunk(text) : text })),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({ agent: fc.constantFrom(...agents), skew, line: fc.string({ minLength: 1, maxLength: 12 }) }).map(({ agent, skew, line }) => (now: number) => writes.stderr(now + skew, line, agent)),
+      },
+      {
+        weight: 2,
+        arbitrary: fc
+          .record({ agent: fc.constantFrom<string | null>(...agents, null), skew, data: fc.string({ maxLength: 12 }) })
+          .map(({ agent, skew, data }) => (now: number) => writes.event(now + skew, data, agent)),
+      },
+      {
+        weight: 1,
+        arbitrary: fc
+          .record({ agent: fc.constantFrom(...agents), sessionId: fc.constantFrom(...sessionIds), skew, state: fc.constantFrom('idle', 'running') })
+          .map(({ agent, sessionId, skew, state }) => (now: number) => writes.session(now + skew, { agent, sessionId, state })),
+      },
+    );
+
+    /**
+     * A count or byte limit: a number, or at the edge of the newest `newest` entries (sessions) — what they count or weigh,
+     * give or take one — so that prunes often land exactly on a row's or an entry's boundary.
+     */
+    type Limit = { absolute: number } | { newest: number; off: number };
+    const limitArb = (max: number): fc.Arbitrary<Limit> =>
+      fc.oneof(fc.record({ absolute: fc.integer({ min: 0, max }) }), fc.record({ newest: fc.nat(30), off: fc.constantFrom(-1, 0, 1) }));
+    interface RuleSpec {
+      maxCount?: Limit;
+      maxAgeMs?: number;
+      maxBytes?: Limit;
+    }
+    // Mostly one limit at a time: a limit at the edge of the newest entries is measured before the others apply.
+    const ruleArb: fc.Arbitrary<RuleSpec> = fc.oneof(
+      { weight: 1, arbitrary: fc.record({ maxCount: limitArb(40), maxAgeMs: fc.integer({ min: 0, max: 60 }), maxBytes: limitArb(600) }, { requiredKeys: [] }) },
+      { weight: 1, arbitrary: fc.record({ maxCount: limitArb(40) }) },
+      { weight: 1, arbitrary: fc.record({ maxAgeMs: fc.integer({ min: 0, max: 30 }) }) },
+      { weight: 2, arbitrary: fc.record({ maxBytes: limitArb(600) }) },
+    );
+    const retentionArb = fc.record({ sessions: ruleArb, transcript: ruleArb, stderr: ruleArb, events: ruleArb }, { requiredKeys: [] });
+
+    /** The retention a spec stands for, given the entries held now. */
+    function retentionOf(spec: Partial<Record<keyof Retention, RuleSpec>>, sizes: Record<keyof Retention, number[]>): Retention {
+      const retention: Retention = {};
+      for (const [kind, rule] of Object.entries(spec) as [keyof Retention, RuleSpec][]) {
+        const resolve = (value: Limit, measure: (newest: number[]) => number) =>
+          'absolute' in value ? value.absolute : measure(sizes[kind].slice(0, value.newest)) + value.off;
+        const resolved: RetentionRule = {};
+        if (rule.maxCount) resolved.maxCount = resolve(rule.maxCount, (newest) => newest.length);
+        if (rule.maxAgeMs !== undefined) resolved.maxAgeMs = rule.maxAgeMs;
+        if (rule.maxBytes) resolved.maxBytes = resolve(rule.maxBytes, (newest) => newest.reduce((total, size) => total + size, 0));
+        retention[kind] = resolved;
+      }
+      return retention;
+    }
+
+    type Op = { type: 'write'; writes: ((now: number) => StoreWrite)[]; advance: number } | { type: 'prune'; retention: Partial<Record<keyof Retention, RuleSpec>>; advance: number };
+    const opArb: fc.Arbitrary<Op> = fc.oneof(
+      { weight: 3, arbitrary: fc.record({ type: fc.constant('write' as const), writes: fc.array(writeArb, { minLength: 1, maxLength: 25 }), advance: fc.integer({ min: 0, max: 10 }) }) },
+      { weight: 2, arbitrary: fc.record({ type: fc.constant('prune' as const), retention: retentionArb, advance: fc.integer({ min: 0, max: 10 }) }) },
+    );
+
+    it('keeps the totals equal to a recount, and leaves exactly what the memory store leaves, after any interleaving of writes and prunes by two connections', async () => {
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.tuple(opArb, fc.boolean()), { minLength: 1, maxLength: 25 }), async (ops) => {
+          const path = join(dir, `differential-${run++}.db`);
+          const connections = [openSqliteStore(path), openSqliteStore(path)];
+          const raw = new Database(path, { readonly: true });
+          const memory = createMemoryStore();
+          try {
+            let now = 1000;
+            for (const [op, second] of ops) {
+              const sqlite = connections[second ? 1 : 0]!;
+              now += op.advance;
+              if (op.type === 'write') {
+                const batch = op.writes.map((write) => write(now));
+                sqlite.write(batch);
+                await memory.write(batch);
+              } else {
+                const retention = retentionOf(op.retention, await newestSizes(memory));
+                sqlite.prune(retention, now);
+                await memory.prune(retention, now);
+              }
+              const { totals, recount } = totalsAndRecount(raw);
+              expect(totals).toEqual(recount);
+              // Read through the other connection: what one wrote, the other counts the same.
+              expect(await contents(connections[second ? 0 : 1]!)).toEqual(await contents(memory));
+            }
+          } finally {
+            raw.close();
+            for (const connection of connections) connection.close();
+          }
+        }),
+        { seed: 20240611, numRuns: 60 },
+      );
     });
   });
 
