@@ -18,11 +18,13 @@ import { leftoverAgents } from './lib/processes.js';
 import { agentScripts } from './lib/agentvisor.js';
 import { defaultContext, defaultResultsFile, formatTable, appendResult, truncateResults, type BenchContext, type BenchResult } from './lib/results.js';
 import { now } from './lib/stats.js';
+import * as memoryScale from './memory-scale.bench.js';
 import * as restartStorm from './restart-storm.bench.js';
 import * as shutdown from './shutdown.bench.js';
 import * as storeSize from './store-size.bench.js';
 import * as stream from './stream.bench.js';
 import * as streamJson from './stream-json.bench.js';
+import * as turns from './turns.bench.js';
 
 interface Entry<S> {
   name: string;
@@ -38,6 +40,7 @@ export const benchmarks = [
   entry('handshake', handshake.handshakeBench, handshake),
   entry('stream', stream.streamBench, stream),
   entry('stream-json', streamJson.streamJsonBench, streamJson),
+  entry('turns', turns.turnsBench, turns),
   entry('fan-out', fanOut.fanOutBench, fanOut),
   entry('shutdown', shutdown.shutdownBench, shutdown),
   entry('restart-storm', restartStorm.restartStormBench, restartStorm),
@@ -46,6 +49,7 @@ export const benchmarks = [
   entry('daemon-ls', daemonLs.daemonLsBench, daemonLs),
   entry('fs-hostile', fsHostile.fsHostileBench, fsHostile),
   entry('store-size', storeSize.storeSizeBench, storeSize),
+  entry('memory-scale', memoryScale.memoryScaleBench, memoryScale),
 ] as Array<Entry<unknown>>;
 
 async function main(argv: string[]): Promise<number> {

@@ -18,11 +18,13 @@ import { agentScripts } from '../../bench/lib/agentvisor.js';
 import { clientScripts } from '../../bench/lib/daemon.js';
 import { prepareAgentEnvironment } from '../../bench/lib/env.js';
 import { leftoverAgents } from '../../bench/lib/processes.js';
+import * as memoryScale from '../../bench/memory-scale.bench.js';
 import type { BenchContext, BenchResult } from '../../bench/lib/results.js';
 import * as restartStorm from '../../bench/restart-storm.bench.js';
 import * as shutdown from '../../bench/shutdown.bench.js';
 import * as stream from '../../bench/stream.bench.js';
 import * as streamJson from '../../bench/stream-json.bench.js';
+import * as turns from '../../bench/turns.bench.js';
 
 prepareAgentEnvironment(); // as `npm run bench` does (this file runs in its own fork)
 const dir = mkdtempSync(join(tmpdir(), 'agentvisor-bench-smoke-'));
@@ -58,6 +60,10 @@ describe('benchmarks at smoke size', () => {
 
   it('stream', async () => {
     expectWellFormed(await stream.streamBench(stream.smokeSize, ctx), 'stream');
+  }, 30_000);
+
+  it('turns', async () => {
+    expectWellFormed(await turns.turnsBench(turns.smokeSize, ctx), 'turns');
   }, 30_000);
 
   it('stream-json', async () => {
@@ -96,5 +102,9 @@ describe('benchmarks at smoke size', () => {
 
   it('store-size', async () => {
     expectWellFormed(await storeSize.storeSizeBench(storeSize.smokeSize, ctx), 'store-size');
+  }, 60_000);
+
+  it('memory-scale', async () => {
+    expectWellFormed(await memoryScale.memoryScaleBench(memoryScale.smokeSize, ctx), 'memory-scale');
   }, 60_000);
 });
