@@ -15,7 +15,6 @@ import { openAcpConnection, type AcpClientOptions } from '../services/acp-client
 import { spawnAgentProcess, type ProcessExit, type SupervisedProcess } from '../services/agent-process.service.js';
 import type { AgentRecords } from '../services/agent-records.service.js';
 import type { ContainmentMechanism } from '../services/containment/containment.js';
-import { signalGroup } from '../services/process-group.service.js';
 import { openPtyBridge } from '../services/pty/pty.bridge.js';
 import { spawnPtyProcess, type PtyProcess, type PtyScreen } from '../services/pty/pty.service.js';
 import { runtimeCommandFor, type RuntimeCommand } from '../services/runtimes/runtimes.js';
@@ -321,7 +320,6 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
   const { connection } = acp;
   let closingOnPurpose = false;
   let streamClosed = false;
-  let groupGone = false; // once reaped, the pgid may be reused: never signal it again
   let initialized = false;
 
   acp.initialize().then(
@@ -365,7 +363,6 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     await launched.onExit?.(exit);
     connection.close();
     deps.connections.remove(agent, connection);
-    groupGone = true; // `exited` resolves only after the group was reaped
     // Before the handshake, a runtime's own failure (an unreachable host, a refused login,
     // a changed host key, a missing container) is reported as such, not as the agent's.
     const runtimeFailure = initialized ? null : (launched.runtime?.failureOf?.(exit, launched.errorLines()) ?? null);
@@ -406,9 +403,9 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
       clearTimeout(streamGrace);
       deps.connections.remove(agent, connection);
       connection.close();
-      // Leader or not, nothing of this group may outlive its actor. Once the leader has exited,
-      // the exit path reaps the group (and its number may be reused): not signalled again.
-      if (!groupGone && proc.isRunning()) signalGroup(pid, 'SIGKILL');
+      // Leader or not, nothing of this group may outlive its actor (a no-op once the leader has
+      // exited: the exit path reaps the group, and its number may be reused).
+      proc.signalGroup('SIGKILL');
     },
   };
 }

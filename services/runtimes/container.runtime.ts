@@ -177,7 +177,7 @@ export function dockerCommand(
     ...(spec.env ? { env: spec.env } : {}),
     signalArgs: (signal, pgid) => ['exec', '--', target, '/bin/sh', '-c', signalScript, 'agentvisor-signal', signal, pgid],
     failureOf: dockerFailure,
-    ...(leftover ? { leftover, removeContainer: () => sweepContainer(leftover, spec.env).then((outcome) => outcome !== 'failed') } : {}),
+    ...(leftover ? { leftover } : {}),
   });
 }
 
@@ -256,9 +256,8 @@ interface ContainerParts {
   stdinPreamble?: string;
   signalArgs(signal: 'TERM' | 'KILL', pgid: string): string[];
   failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
-  /** The container this command starts (docker run), for the process record; its removal (true: nothing is left). */
+  /** The container this command starts (docker run): in the process record, and removed by `cleanup`. */
   leftover?: RemoteLeftover;
-  removeContainer?(): Promise<boolean>;
 }
 
 /**
@@ -309,7 +308,7 @@ function containerCommand(parts: ContainerParts): ContainerRuntimeCommand {
      * True: nothing is left (false: a removal that failed; the process record is kept).
      */
     async cleanup(exit) {
-      if (parts.removeContainer) return parts.removeContainer();
+      if (parts.leftover) return (await sweepContainer(parts.leftover, parts.env)) !== 'failed';
       if (exit.signal !== null && !killedInside) await signalInside('SIGKILL');
       return true;
     },

@@ -60,6 +60,23 @@ export interface SqliteStore extends Store {
 /** `PRAGMA application_id` of an agentvisor store: "AGVS". */
 export const STORE_APPLICATION_ID = 0x41475653;
 
+/**
+ * The triggers of schema version 4 that keep an entry table's row count and bytes in
+ * `totals` (stderr and events: the same three, by table name).
+ */
+function entryTotalsTriggers(table: 'stderr' | 'events'): string {
+  return `
+  CREATE TRIGGER ${table}_counted AFTER INSERT ON ${table} BEGIN
+    UPDATE totals SET count = count + 1, bytes = bytes + NEW.bytes WHERE kind = '${table}';
+  END;
+  CREATE TRIGGER ${table}_uncounted AFTER DELETE ON ${table} BEGIN
+    UPDATE totals SET count = count - 1, bytes = bytes - OLD.bytes WHERE kind = '${table}';
+  END;
+  CREATE TRIGGER ${table}_recounted AFTER UPDATE OF bytes ON ${table} BEGIN
+    UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE kind = '${table}';
+  END;`;
+}
+
 /** The schema, one step per version: step i takes `user_version` from i to i + 1. Append only. */
 const migrations: readonly string[] = [
   `
@@ -184,25 +201,8 @@ const migrations: readonly string[] = [
       ON CONFLICT (agent, session_id) DO UPDATE SET count = count + excluded.count, bytes = bytes + excluded.bytes;
   END;
 
-  CREATE TRIGGER stderr_counted AFTER INSERT ON stderr BEGIN
-    UPDATE totals SET count = count + 1, bytes = bytes + NEW.bytes WHERE kind = 'stderr';
-  END;
-  CREATE TRIGGER stderr_uncounted AFTER DELETE ON stderr BEGIN
-    UPDATE totals SET count = count - 1, bytes = bytes - OLD.bytes WHERE kind = 'stderr';
-  END;
-  CREATE TRIGGER stderr_recounted AFTER UPDATE OF bytes ON stderr BEGIN
-    UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE kind = 'stderr';
-  END;
-
-  CREATE TRIGGER events_counted AFTER INSERT ON events BEGIN
-    UPDATE totals SET count = count + 1, bytes = bytes + NEW.bytes WHERE kind = 'events';
-  END;
-  CREATE TRIGGER events_uncounted AFTER DELETE ON events BEGIN
-    UPDATE totals SET count = count - 1, bytes = bytes - OLD.bytes WHERE kind = 'events';
-  END;
-  CREATE TRIGGER events_recounted AFTER UPDATE OF bytes ON events BEGIN
-    UPDATE totals SET bytes = bytes - OLD.bytes + NEW.bytes WHERE kind = 'events';
-  END;
+  ${entryTotalsTriggers('stderr')}
+  ${entryTotalsTriggers('events')}
 
   CREATE INDEX transcript_by_at ON transcript (at);
   CREATE INDEX transcript_by_first_at ON transcript (first_at) WHERE packed = 1;
