@@ -54,7 +54,7 @@ export const defaultSize: ContainmentSize = {
   handshakeWarmup: 2,
   everyMechanism: true,
   fanOutAgents: 30,
-  fanOutRounds: 3,
+  fanOutRounds: 5,
   fanOutWarmup: 1,
   fanOutWarmupAgents: 10,
   idleAgents: 100,

@@ -7,6 +7,7 @@
  * The agents' environment: see lib/env.ts (NODE_EXTRA_CA_CERTS is dropped; BENCH_KEEP_ENV=1
  * keeps it).
  */
+import * as chaosSoak from './chaos-soak.bench.js';
 import * as containment from './containment.bench.js';
 import * as daemonLs from './daemon-ls.bench.js';
 import * as daemonWsStatus from './daemon-ws-status.bench.js';
@@ -50,6 +51,7 @@ export const benchmarks = [
   entry('fs-hostile', fsHostile.fsHostileBench, fsHostile),
   entry('store-size', storeSize.storeSizeBench, storeSize),
   entry('memory-scale', memoryScale.memoryScaleBench, memoryScale),
+  entry('chaos-soak', chaosSoak.chaosSoakBench, chaosSoak),
 ] as Array<Entry<unknown>>;
 
 async function main(argv: string[]): Promise<number> {

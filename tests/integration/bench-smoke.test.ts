@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import * as chaosSoak from '../../bench/chaos-soak.bench.js';
 import * as containment from '../../bench/containment.bench.js';
 import * as daemonLs from '../../bench/daemon-ls.bench.js';
 import * as daemonWsStatus from '../../bench/daemon-ws-status.bench.js';
@@ -106,5 +107,9 @@ describe('benchmarks at smoke size', () => {
 
   it('memory-scale', async () => {
     expectWellFormed(await memoryScale.memoryScaleBench(memoryScale.smokeSize, ctx), 'memory-scale');
+  }, 60_000);
+
+  it('chaos-soak', async () => {
+    expectWellFormed(await chaosSoak.chaosSoakBench(chaosSoak.smokeSize, ctx), 'chaos-soak');
   }, 60_000);
 });
