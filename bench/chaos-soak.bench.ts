@@ -9,21 +9,26 @@
  * calls wait). After `durationMs` the chaos stops (everything frozen is continued), the
  * callers finish the call they are in and stop, and the supervisor shuts down.
  *
- * Four configurations of the same build, in rotated rounds (A B C D, D C B A, …), each with
- * the same chaos (a seeded schedule: the same agent indices, actions and pauses):
+ * Five configurations of the same build, in rotated rounds (A B C D E, E D C B A, …), each
+ * with the same chaos (a seeded schedule: the same agent indices, actions and pauses):
  * - `none+memory` (the baseline): `containment: 'none'`, `store: 'memory'`;
- * - `auto+sqlite` (the defaults): `containment: 'auto'`, the SQLite store;
- * - `auto+memory` and `none+sqlite`: each feature alone, so a difference is attributed.
+ * - `auto+sqlite`: `containment: 'auto'` and the SQLite store, the two defaults suspected of
+ *   halving a soak's throughput;
+ * - `auto+memory` and `none+sqlite`: each of them alone, so a difference is attributed;
+ * - `defaults`: everything as shipped, the restart limits too.
+ * The first four raise the restart limits out of the way (the supervisor-wide overload hold
+ * and each agent's restart intensity), so that they compare containment and the store only;
+ * `defaults` shows what the limits do under chaos (docs/performance.md, chaos-soak).
+ * Every configuration: `maxAgents` = agents (the default 8 would queue half of them), the
+ * restart backoff as shipped.
  *
- * Settings, as a user running many agents would set them: `maxAgents` = agents (the default
- * 8 would queue half of them), the supervisor-wide restart intensity raised so the overload
- * hold never engages (with it, a caller of an agent whose restarts are held waits — a
- * separate matter, see docs/failures.md), restart backoff otherwise default.
- *
- * Value: prompts completed per second of chaos (higher is better). Ratio = defaults /
- * baseline. Goal: ratio ≥ 0.90; every caller's loop ends within `drainBoundMs` of the chaos
- * stopping; no API call pending longer than `pendingBoundMs`; no process left behind. Kills,
- * freezes, errors by kind and the longest call are in details.
+ * Value: prompts completed per second of chaos (higher is better). Ratio = auto+sqlite /
+ * none+memory. Goal (`met`): ratio ≥ 0.90 and no process left behind. Also checked and
+ * reported, not part of `met` (they are the restart policy's, not this cost's): every
+ * caller's loop ends within `drainBoundMs` of the chaos stopping and no API call is pending
+ * longer than `pendingBoundMs`, per configuration. Kills, freezes, chaos steps that found no
+ * process (`missed`: the agent was restarting, held or given up), errors by kind, the
+ * longest call and this process's CPU per prompt are in details.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,22 +53,28 @@ export interface ChaosSoakSize {
   seed: number;
 }
 
-export const defaultSize: ChaosSoakSize = { agents: 16, durationMs: 30_000, rounds: 2, chaosEveryMs: 250, killShare: 0.5, stopForMs: [200, 1500], retryMs: 20, seed: 28 };
-export const smokeSize: ChaosSoakSize = { agents: 2, durationMs: 800, rounds: 1, chaosEveryMs: 300, killShare: 0.5, stopForMs: [100, 300], retryMs: 20, seed: 28 };
+export const defaultSize: ChaosSoakSize = { agents: 16, durationMs: 40_000, rounds: 2, chaosEveryMs: 250, killShare: 0.5, stopForMs: [200, 1500], retryMs: 20, seed: 28 };
+export const smokeSize: ChaosSoakSize = { agents: 2, durationMs: 500, rounds: 1, chaosEveryMs: 300, killShare: 0.5, stopForMs: [100, 300], retryMs: 20, seed: 28 };
 
 export const goals = { ratio: 0.9, drainBoundMs: 10_000, pendingBoundMs: 10_000 };
 
-export type Configuration = 'none+memory' | 'auto+sqlite' | 'auto+memory' | 'none+sqlite';
-const configurations: Record<Configuration, Pick<SupervisorOptions, 'containment' | 'store'>> = {
-  'none+memory': { containment: 'none', store: 'memory' },
-  'auto+sqlite': { containment: 'auto', store: 'sqlite' },
-  'auto+memory': { containment: 'auto', store: 'memory' },
-  'none+sqlite': { containment: 'none', store: 'sqlite' },
+export type Configuration = 'none+memory' | 'auto+sqlite' | 'auto+memory' | 'none+sqlite' | 'defaults';
+/** Restart limits out of the way: the supervisor-wide overload hold never engages, nor does an agent's intensity. */
+const limitsRaised: Pick<SupervisorOptions, 'overload' | 'restart'> = { overload: { intensity: 1_000_000 }, restart: { intensity: 1_000_000 } };
+const configurations: Record<Configuration, Pick<SupervisorOptions, 'containment' | 'store' | 'overload' | 'restart'>> = {
+  'none+memory': { containment: 'none', store: 'memory', ...limitsRaised },
+  'auto+sqlite': { containment: 'auto', store: 'sqlite', ...limitsRaised },
+  'auto+memory': { containment: 'auto', store: 'memory', ...limitsRaised },
+  'none+sqlite': { containment: 'none', store: 'sqlite', ...limitsRaised },
+  // Everything as shipped: containment 'auto', the SQLite store, and the restart limits.
+  defaults: {},
 };
 
 export interface SoakRecord {
   promptsPerS: number;
   prompts: number;
+  /** This (the supervisor's) process's CPU per completed prompt during the chaos, µs. */
+  parentCpuUsPerPrompt: number;
   sessionsOpened: number;
   kills: number;
   freezes: number;
@@ -97,10 +108,9 @@ export async function soak(configuration: Configuration, size: ChaosSoakSize, pi
     ...configurations[configuration],
     stateDir,
     maxAgents: size.agents,
-    overload: { intensity: 1_000_000 },
     agents: Object.fromEntries(names.map((name) => [name, spec])),
   });
-  const record: SoakRecord = { promptsPerS: 0, prompts: 0, sessionsOpened: 0, kills: 0, freezes: 0, missed: 0, errors: {}, longestCallMs: 0, callsOverBound: 0, drainMs: 0, drained: false };
+  const record: SoakRecord = { promptsPerS: 0, prompts: 0, parentCpuUsPerPrompt: 0, sessionsOpened: 0, kills: 0, freezes: 0, missed: 0, errors: {}, longestCallMs: 0, callsOverBound: 0, drainMs: 0, drained: false };
   const frozen = new Map<number, NodeJS.Timeout>();
   const signal = (pid: number, name: NodeJS.Signals) => {
     try {
@@ -150,6 +160,7 @@ export async function soak(configuration: Configuration, size: ChaosSoakSize, pi
   try {
     await Promise.all(names.map((name) => supervisor.ensureAgent(name).then((handle) => pids.add(handle.pid))));
     const random = seeded(size.seed);
+    const cpuBefore = process.cpuUsage();
     const started = now();
     const callers = names.map((name) => caller(name));
     while (now() - started < size.durationMs) {
@@ -171,9 +182,11 @@ export async function soak(configuration: Configuration, size: ChaosSoakSize, pi
       }
     }
     const chaosMs = now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
     chaosOn = false;
     for (const pid of [...frozen.keys()]) thaw(pid);
     record.promptsPerS = (record.prompts / chaosMs) * 1000;
+    record.parentCpuUsPerPrompt = (cpu.user + cpu.system) / Math.max(1, record.prompts);
     const drainStart = now();
     const drained = await Promise.race([Promise.all(callers).then(() => true), sleep(goals.drainBoundMs).then(() => false)]);
     record.drainMs = now() - drainStart;
@@ -197,7 +210,7 @@ export async function chaosSoakBench(size: ChaosSoakSize = defaultSize, ctx: Ben
     onRound: (i, round) => {
       for (const [configuration, r] of Object.entries(round)) {
         ctx.log(
-          `  chaos-soak round ${i}/${size.rounds} ${configuration.padEnd(11)}: ${r.prompts} prompts (${r.promptsPerS.toFixed(0)}/s), ${r.sessionsOpened} sessions, ` +
+          `  chaos-soak round ${i}/${size.rounds} ${configuration.padEnd(11)}: ${r.prompts} prompts (${r.promptsPerS.toFixed(0)}/s, ${r.parentCpuUsPerPrompt.toFixed(0)} µs of this process's CPU each), ${r.sessionsOpened} sessions, ` +
             `${r.kills} kills, ${r.freezes} freezes, ${r.missed} missed; errors ${JSON.stringify(r.errors)}; longest call ${r.longestCallMs.toFixed(0)} ms; drained ${r.drained ? `in ${r.drainMs.toFixed(0)} ms` : 'NO'}`,
         );
       }
@@ -207,16 +220,18 @@ export async function chaosSoakBench(size: ChaosSoakSize = defaultSize, ctx: Ben
   const rate = (configuration: Configuration) => median(records[configuration]!.map((r) => r.promptsPerS));
   const baseline = rate('none+memory');
   const defaults = rate('auto+sqlite');
-  const all = Object.values(records).flat();
   const checks = {
     ratio: defaults / baseline >= goals.ratio,
-    everyCallerDrained: all.every((r) => r.drained),
-    noCallPendingOverBound: all.every((r) => r.callsOverBound === 0),
     allGone: leaks.leftover.length === 0,
   };
+  /** The restart policy's bounds, per configuration: reported, not part of `met`. */
+  const policyChecks = Object.fromEntries(
+    Object.entries(records).map(([configuration, list]) => [configuration, { everyCallerDrained: list.every((r) => r.drained), noCallPendingOverBound: list.every((r) => r.callsOverBound === 0) }]),
+  );
   const summary = (list: SoakRecord[]) => ({
     promptsPerS: spread(list.map((r) => r.promptsPerS)),
     prompts: list.map((r) => r.prompts),
+    parentCpuUsPerPrompt: list.map((r) => round(r.parentCpuUsPerPrompt)),
     sessionsOpened: list.map((r) => r.sessionsOpened),
     kills: list.map((r) => r.kills),
     freezes: list.map((r) => r.freezes),
@@ -231,13 +246,19 @@ export async function chaosSoakBench(size: ChaosSoakSize = defaultSize, ctx: Ben
     agentvisor: round(defaults, 3),
     unit: 'prompts/s',
     ratio: round(defaults / baseline, 4),
-    goal: `prompts/s under chaos, defaults (containment auto, SQLite store) ≥ ${goals.ratio} of none+memory; callers drain ≤ ${goals.drainBoundMs} ms; no call pending > ${goals.pendingBoundMs} ms; all gone`,
+    goal: `prompts/s under chaos with containment auto and the SQLite store ≥ ${goals.ratio} of none+memory; all gone`,
     met: Object.values(checks).every(Boolean),
     details: {
       size,
       checks,
-      note: 'higher is better: prompts completed per second of chaos; baseline = containment none + memory store, agentvisor = the defaults',
-      perFeature: { 'auto+memory': round(rate('auto+memory') / baseline, 4), 'none+sqlite': round(rate('none+sqlite') / baseline, 4) },
+      policyChecks: { drainBoundMs: goals.drainBoundMs, pendingBoundMs: goals.pendingBoundMs, ...policyChecks },
+      note: 'higher is better: prompts completed per second of chaos; baseline = containment none + memory store, agentvisor = containment auto + SQLite store (restart limits raised in both)',
+      ratios: {
+        'auto+memory': round(rate('auto+memory') / baseline, 4),
+        'none+sqlite': round(rate('none+sqlite') / baseline, 4),
+        /** Everything as shipped, the restart limits too. */
+        defaults: round(rate('defaults') / baseline, 4),
+      },
       configurations: Object.fromEntries(Object.entries(records).map(([configuration, list]) => [configuration, summary(list)])),
       processes: { spawned: pids.size, leftover: leaks.leftover.length },
     },

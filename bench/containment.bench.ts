@@ -82,12 +82,23 @@ export const smokeSize: ContainmentSize = {
 export const goals = { handshakeRatio: 1.05, fanOutRatio: 1.1, idleCpuPctOfCore: 1, slackMs: 250 };
 
 type Containment = NonNullable<SupervisorOptions['containment']>;
+/** How long each agent of a fleet started at once may take to answer `initialize`. */
+const fleetHandshakeTimeoutMs = 120_000;
 const echo: AgentSpec = { command: process.execPath, args: [echoAgentScript], displayName: 'Echo' };
 
 /** A supervisor of `n` agents of `spec` (named `prefix-i`) under `containment`. */
 function fleetSupervisor(containment: Containment, n: number, spec: AgentSpec, extra: SupervisorOptions = {}): { supervisor: Supervisor; names: string[] } {
   const names = Array.from({ length: n }, (_, i) => `agent-${i}`);
-  const supervisor = agentvisor.createSupervisor({ ...extra, containment, maxAgents: Math.max(n, 1), agents: Object.fromEntries(names.map((name) => [name, spec])) });
+  // A hundred node agents starting at once on two cores take ~20 s of CPU before the last
+  // answers `initialize` (each imports the SDK: ~0.35 s of CPU): the handshake timeout must not
+  // be what this fleet measures.
+  const supervisor = agentvisor.createSupervisor({
+    handshakeTimeoutMs: fleetHandshakeTimeoutMs,
+    ...extra,
+    containment,
+    maxAgents: Math.max(n, 1),
+    agents: Object.fromEntries(names.map((name) => [name, spec])),
+  });
   return { supervisor, names };
 }
 

@@ -16,8 +16,11 @@
  * 2. session/new — `supervisor.newSession(name, { cwd })` / `connection.agent.buildSession(cwd).start()`;
  * 3. prompt — one turn, "Say hello", to its stop reason; both sides must have received the
  *    fake model's "Hello from the fake model" as agent text;
- * 4. stop — `supervisor.shutdown()` / bench's `stopRawAgent` ladder (close stdin, SIGTERM the
- *    group, SIGKILL it), with the preset's ladder timeouts on both sides.
+ * 4. stop — `supervisor.stop(name)` (resolves once the agent's whole containment is gone) /
+ *    bench's `stopRawAgent` ladder (close stdin, SIGTERM the group, SIGKILL it; resolves on
+ *    the child's exit), with the preset's ladder timeouts on both sides. Then agentvisor's
+ *    `shutdown()` (the store's last writes and its close), timed apart and printed under the
+ *    table: a program does it once, not per agent.
  *
  * Then, 500 ms after the stop, the processes the agent left behind: every live process whose
  * environment carries this side's AGENTVISOR_BENCH_MARK (set in the agent's env only) — they
@@ -315,6 +318,8 @@ interface SideResult {
   /** ms per phase (the phases that completed). */
   ms: Partial<Record<PhaseName | 'total', number>>;
   survivors: Array<{ pid: number; cmd: string }>;
+  /** Processes of this side still running the moment its stop resolved (they may end by themselves just after). */
+  aliveAtStop: number;
   /** What the agent said (the start of it). */
   text: string;
   /** The model requests made during this side. */
@@ -322,6 +327,8 @@ interface SideResult {
   stderr: string[];
   /** agentvisor: createSupervisor() until its store answered a first read (ms), before the handshake. */
   supervisorMs?: number;
+  /** agentvisor: shutdown() after the agent's stop: the store's last writes and its close (ms). */
+  shutdownMs?: number;
   /** agentvisor: the containment its agent ran in (and what was refused). */
   containment?: string;
 }
@@ -352,7 +359,7 @@ function phaseTimes(t0: number, t1: number, t2: number, t3: number, t3b: number,
 async function runAgentvisor({ agent, upstream, mark }: SideContext): Promise<SideResult> {
   const dirs = freshDirs(agent, 'agentvisor');
   const spec = SPECS[agent](dirs.home, dirs.cwd, upstream.url, mark);
-  const result: SideResult = { side: 'agentvisor', ok: false, ms: {}, survivors: [], text: '', requests: [], stderr: [] };
+  const result: SideResult = { side: 'agentvisor', ok: false, ms: {}, survivors: [], aliveAtStop: 0, text: '', requests: [], stderr: [] };
   const firstRequest = upstream.requests.length;
   let supervisor: Supervisor | undefined;
   let stopped = false;
@@ -379,9 +386,14 @@ async function runAgentvisor({ agent, upstream, mark }: SideContext): Promise<Si
     result.text = agentText(updates);
     checkTurn(stopReason, updates);
     const t3b = now();
+    // The agent's stop, as the raw side's; then the supervisor's own end (the store's last
+    // writes and its close), timed apart like its creation.
+    await withTimeout(sup.stop(agent), 'stop', 30_000);
+    const t4 = now();
+    result.aliveAtStop = markedProcesses(mark).length;
     await withTimeout(sup.shutdown(), 'shutdown', 30_000);
     stopped = true;
-    const t4 = now();
+    result.shutdownMs = now() - t4;
     result.ms = phaseTimes(t0, t1, t2, t3, t3b, t4);
     result.ok = true;
   } catch (error) {
@@ -404,7 +416,7 @@ async function runAgentvisor({ agent, upstream, mark }: SideContext): Promise<Si
 async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResult> {
   const dirs = freshDirs(agent, 'raw');
   const spec = SPECS[agent](dirs.home, dirs.cwd, upstream.url, mark);
-  const result: SideResult = { side: 'raw', ok: false, ms: {}, survivors: [], text: '', requests: [], stderr: [] };
+  const result: SideResult = { side: 'raw', ok: false, ms: {}, survivors: [], aliveAtStop: 0, text: '', requests: [], stderr: [] };
   const firstRequest = upstream.requests.length;
   let raw: RawAgent | undefined;
   let connection: RawAgent['connection'] | undefined;
@@ -481,6 +493,7 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     );
     stopped = true;
     const t4 = now();
+    result.aliveAtStop = markedProcesses(mark).length;
     result.ms = phaseTimes(t0, t1, t2, t3, t3b, t4);
     result.ok = true;
   } catch (error) {
@@ -597,7 +610,10 @@ function summarize(outcome: AgentOutcome) {
       ratio: raw.length > 0 && av.length > 0 ? round(median(av) / median(raw), 2) : null,
     };
   }
-  const opens = outcome.rounds.map((round) => round.agentvisor).filter((result) => result.ok && result.supervisorMs !== undefined).map((result) => result.supervisorMs!);
+  const agentvisorOnly = (key: 'supervisorMs' | 'shutdownMs') => {
+    const values = outcome.rounds.map((round) => round.agentvisor).filter((result) => result.ok && result[key] !== undefined).map((result) => result[key]!);
+    return values.length > 0 ? spread(values) : null;
+  };
   const survivors = (side: Side) => outcome.rounds.map((round) => round[side].survivors.length);
   const leftCommands = (side: Side) => [...new Set(outcome.rounds.flatMap((round) => round[side].survivors.map((entry) => entry.cmd.replace(BIN, '<bin>').replace(/\/tmp\/agentvisor-overhead-\S+/g, '<tmp>'))))];
   const requests = (side: Side) => {
@@ -608,9 +624,12 @@ function summarize(outcome: AgentOutcome) {
   return {
     phases,
     /** createSupervisor() to its store's first answer, agentvisor only (not in any phase: made once by a program). */
-    supervisorOpen: opens.length > 0 ? spread(opens) : null,
+    supervisorOpen: agentvisorOnly('supervisorMs'),
+    /** shutdown() once the agent is stopped, agentvisor only (the store's close). */
+    supervisorShutdown: agentvisorOnly('shutdownMs'),
     containment: CONTAINMENT,
     survivors: { raw: survivors('raw'), agentvisor: survivors('agentvisor') },
+    aliveAtStop: { raw: outcome.rounds.map((round) => round.raw.aliveAtStop), agentvisor: outcome.rounds.map((round) => round.agentvisor.aliveAtStop) },
     leftBehind: { raw: leftCommands('raw'), agentvisor: leftCommands('agentvisor') },
     modelRequests: { raw: requests('raw'), agentvisor: requests('agentvisor') },
     okRounds: { raw: outcome.rounds.filter((r) => r.raw.ok).length, agentvisor: outcome.rounds.filter((r) => r.agentvisor.ok).length },
@@ -634,7 +653,9 @@ function printTable(outcome: AgentOutcome, summary: ReturnType<typeof summarize>
   console.log(`  ${widths.map((width) => '-'.repeat(width)).join('  ')}`);
   for (const row of rows) console.log(line(row));
   if (summary.supervisorOpen) console.log(`  createSupervisor (once per program, before the handshake; containment '${CONTAINMENT}'): ${fmt(summary.supervisorOpen.median)} ms`);
+  if (summary.supervisorShutdown) console.log(`  shutdown() after the stop (once per program: the store's last writes and close): ${fmt(summary.supervisorShutdown.median)} ms`);
   const total = (values: number[]) => values.reduce((sum, value) => sum + value, 0);
+  console.log(`  still running when the stop resolved (per round): raw [${summary.aliveAtStop.raw.join(', ')}], agentvisor [${summary.aliveAtStop.agentvisor.join(', ')}]`);
   console.log(`  survivors ${SURVIVOR_WAIT_MS} ms after stop (per round): raw [${summary.survivors.raw.join(', ')}] = ${total(summary.survivors.raw)}, agentvisor [${summary.survivors.agentvisor.join(', ')}] = ${total(summary.survivors.agentvisor)}`);
   if (summary.leftBehind.raw.length > 0) console.log(`  note: the raw side left processes behind (killed by the benchmark): ${summary.leftBehind.raw.join(' | ')}`);
   if (summary.leftBehind.agentvisor.length > 0) console.log(`  note: agentvisor left processes behind (killed by the benchmark): ${summary.leftBehind.agentvisor.join(' | ')}`);
