@@ -27,6 +27,25 @@ export const ExitCode = {
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
+/** What each exit code means, in the words `--help` prints them. */
+const exitCodeMeanings: Record<keyof typeof ExitCode, string> = {
+  ok: 'done',
+  internal: 'internal error',
+  usage: 'usage (bad arguments, config or input)',
+  notInstalled: 'agent not installed',
+  auth: 'authentication needed',
+  agentFailed: 'the agent failed',
+  noDaemon: 'no daemon running (or not reachable)',
+  interrupted: 'interrupted (SIGINT)',
+  terminated: 'terminated (SIGTERM)',
+};
+
+/** The exit codes, every one, as `agentvisor --help` ends. */
+export function exitCodesHelp(): string {
+  const lines = (Object.keys(ExitCode) as Array<keyof typeof ExitCode>).map((name) => `  ${String(ExitCode[name]).padStart(3)}  ${exitCodeMeanings[name]}`);
+  return `\nExit codes (docs/cli.md):\n${lines.join('\n')}`;
+}
+
 /** Kinds that say the invocation was wrong: fixing the command line or the config fixes them. */
 const usageKinds = new Set([
   'invalid_options',

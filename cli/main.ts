@@ -13,7 +13,7 @@ import { registerPrompt } from './commands/prompt.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
 import { registerSessions } from './commands/sessions.js';
-import { ExitCode } from './exit-codes.js';
+import { ExitCode, exitCodesHelp } from './exit-codes.js';
 import { reportError } from './report-error.js';
 import { packageVersion } from './version.js';
 
@@ -27,7 +27,7 @@ function buildProgram(): Command {
     .option('--no-color', 'no colours (as NO_COLOR=1 does)')
     .exitOverride()
     .showHelpAfterError('(add --help for usage)')
-    .addHelpText('after', '\nExit codes: 0 done, 1 internal error, 2 usage, 3 agent not installed, 4 authentication needed,\n5 the agent failed, 6 no daemon running, 130 interrupted. See docs/cli.md.');
+    .addHelpText('after', exitCodesHelp());
   program.hook('preAction', (_program, action) => {
     if (action.optsWithGlobals<{ color?: boolean }>().color === false) process.env.NO_COLOR = '1';
   });

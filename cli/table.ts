@@ -85,7 +85,8 @@ const statusPaint: Record<string, keyof Omit<Style, 'enabled'>> = {
 /** The columns of `agentvisor ls`, pm2-like; `now` for the uptime. */
 export function agentColumns(now: number): Array<Column<AgentRow>> {
   return [
-    { header: 'name', value: (row) => row.name, flexible: true },
+    // Never cut: a name is what a user types next (`agentvisor logs NAME`).
+    { header: 'name', value: (row) => row.name },
     { header: 'status', value: (row) => row.status, paint: (cell, row, style) => style[statusPaint[row.status] ?? 'dim'](cell) },
     { header: 'state', value: (row) => row.state, flexible: true, paint: (cell, _row, style) => style.dim(cell) },
     { header: 'pid', value: (row) => (row.pid === null ? '-' : String(row.pid)), align: 'right' },

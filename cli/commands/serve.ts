@@ -11,7 +11,7 @@ import { agentSpecs, asConfigError, supervisorOptions, type Config } from '../co
 import { loadContext } from '../context.js';
 import { onInterrupt } from '../interrupt.js';
 import { styleFor } from '../output.js';
-import { integerOption } from './options.js';
+import { integerOption, maxPort } from './options.js';
 
 interface ServeOptions {
   port?: number;
@@ -23,7 +23,7 @@ export function registerServe(program: Command): void {
   program
     .command('serve')
     .description('run the daemon: the agents behind an HTTP API and the dashboard, until SIGINT or `agentvisor shutdown`')
-    .option('--port <n>', `the port (0 picks a free one; default ${DEFAULT_PORT})`, integerOption('--port'))
+    .option('--port <n>', `the port (0 picks a free one; default ${DEFAULT_PORT})`, integerOption('--port', 0, maxPort))
     .option('--host <address>', 'the address to listen on', '127.0.0.1')
     .action((options: ServeOptions, command: Command) => serve(options, command));
 }

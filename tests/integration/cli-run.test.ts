@@ -6,6 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExitCode } from '../../cli/exit-codes.js';
 import { cliEnvironment, startCli, waitForLine } from '../support/cli-process.js';
 import { eventually, fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
 
@@ -138,6 +139,23 @@ describe.concurrent('agentvisor run', () => {
     expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toMatchObject({ type: 'done', stopReason: 'cancelled' });
     // The CLI shut its supervisor down before exiting; a zombie not yet reaped by init counts as gone.
     await eventually(() => !isRunning(pid!), `agent ${pid} to be gone`, 2_000);
+  });
+});
+
+describe.concurrent('--help', () => {
+  it('ends with every exit code the CLI uses, each with its meaning', async () => {
+    const result = await startCli(['--help'], { env, cwd: files.dir });
+    expect(result.exitCode).toBe(0);
+    const listed = [...result.stdout.split('Exit codes')[1]!.matchAll(/^\s+(\d+)\s+\S/gm)].map((match) => Number(match[1]));
+    expect(listed).toEqual(Object.values(ExitCode));
+  });
+});
+
+describe.concurrent('bad numbers on the command line', () => {
+  it('serve --port 99999 is a usage error (exit 2) naming the range, before anything starts', async () => {
+    const result = await startCli(['--state-dir', files.path('state-dir'), 'serve', '--port', '99999'], { env, cwd: files.dir });
+    expect({ exitCode: result.exitCode, stdout: result.stdout }).toEqual({ exitCode: 2, stdout: '' });
+    expect(result.stderr).toContain('--port must be a whole number from 0 to 65535 (got "99999")');
   });
 });
 

@@ -278,7 +278,11 @@ describe.skipIf(!engine)(`the docker runtime on a real engine${engine ? ` (${eng
     const created = events.findIndex((event) => event.status === 'create' && event.id === now[0]!.id);
     expect(removed).toBeGreaterThan(-1);
     expect(created).toBeGreaterThan(removed);
-    expect(Number(BigInt(events[removed]!.timeNano) - killedAtNs) / 1e6).toBeLessThan(1_000);
+    // Promptly: the container has no --rm and nothing else removes it (without the cleanup there
+    // is no 'remove' event at all, and the restart would wait for it). The engine's own removal
+    // of a running container (stop, then remove) stayed under a second in every run but one, which
+    // took 1.5 s under the suite's load on two cores: the bound says "at once", not how fast Podman is.
+    expect(Number(BigInt(events[removed]!.timeNano) - killedAtNs) / 1e6).toBeLessThan(5_000);
   });
 
   it('a host crash: the next supervisor\'s sweep removes the container, though the recorded local pid is long gone', async () => {

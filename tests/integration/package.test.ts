@@ -1,5 +1,5 @@
 /** The package as a consumer imports it: `import { createSupervisor } from 'agentvisor'` → dist/. */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -24,7 +24,22 @@ describe('package entry', () => {
   });
 });
 
+describe('the CLI in a checkout', () => {
+  it('runs as dist/cli/main.js itself after a build: the build leaves it executable (npx agentvisor, the bin link)', async () => {
+    const bin = join(root, 'dist', 'cli', 'main.js');
+    expect(statSync(bin).mode & 0o111, 'dist/cli/main.js has no execute bit').toBe(0o111);
+    const result = await execa(bin, ['--version'], { reject: false, timeout: 15_000 });
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    expect({ exitCode: result.exitCode, stdout: result.stdout.trim() }).toEqual({ exitCode: 0, stdout: version });
+  });
+});
+
 describe('packed files', () => {
+  it("npm pack's archive is ignored by git", async () => {
+    const result = await execa('git', ['check-ignore', '--quiet', '--no-index', 'agentvisor-0.1.0.tgz'], { cwd: root, reject: false });
+    expect(result.exitCode, 'agentvisor-0.1.0.tgz is not in .gitignore').toBe(0);
+  });
+
   it('ship the library, its diagrams, README and LICENSE, and no tests or fixtures', async () => {
     // --ignore-scripts: list the dist/ that `npm test` just built instead of rebuilding it
     // under the other test files' feet (prepack rebuilds it for a real `npm pack`).
@@ -37,7 +52,11 @@ describe('packed files', () => {
     expect(files.filter((file) => file.startsWith('dist/tests/') || /fixture/i.test(file))).toEqual([]);
     // The CLI and daemon (dist/cli, dist/daemon) and the dashboard page the daemon serves.
     expect(files).toEqual(expect.arrayContaining(['dist/cli/main.js', 'dist/daemon/daemon.js', 'dashboard/index.html', 'dashboard/app.js', 'dashboard/style.css']));
-    expect(files.filter((file) => !/^(dist|visualizations|dashboard)\//.test(file) && !['LICENSE', 'README.md', 'package.json'].includes(file))).toEqual([]);
+    expect(files.filter((file) => !/^(dist|visualizations|dashboard|docs)\//.test(file) && !['LICENSE', 'README.md', 'package.json'].includes(file))).toEqual([]);
+    // The README's links to files of the package resolve once it is installed: docs/ ships.
+    const readmeLinks = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/\]\((?!https?:|#|mailto:)([^)#\s]+)/g)].map((match) => match[1]!.replace(/^\.\//, ''));
+    expect(readmeLinks.length).toBeGreaterThan(0);
+    expect(readmeLinks.filter((link) => !files.includes(link) && !files.some((file) => file.startsWith(`${link.replace(/\/$/, '')}/`)))).toEqual([]);
     // No library sources: the only .ts files are the visualizer's self-contained statecharts.
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && !/^visualizations\/[\w-]+\.machine\.ts$/.test(file))).toEqual([]);
     expect(files).toEqual(expect.arrayContaining(['visualizations/agent.machine.ts', 'visualizations/supervisor.machine.ts', 'visualizations/session.machine.ts']));

@@ -94,4 +94,16 @@ describe('tables', () => {
       '',
     ]);
   });
+
+  it('never cuts a name in an 80-column terminal: the state and the last error give way', () => {
+    const now = Date.now();
+    const base = { displayName: 'X', attempt: 0, containment: null, agentInfo: null, agentCapabilities: null, authMethods: null, restarts: 0, sessions: 0 };
+    const name = 'reviewer-for-the-payments-service-backend';
+    const agents: AgentRow[] = [
+      { ...base, name, status: 'disconnected', state: 'disconnected.gaveUp', pid: null, connectedAt: null, restarts: 12, sessions: 3, lastError: { kind: 'agent_exited', message: 'The agent exited with code 1 after the handshake', stderr: [] } },
+    ];
+    const lines = renderTable(agents, agentColumns(now), { width: 80, style: styleOf(false) }).trimEnd().split('\n');
+    expect(lines[1]!.startsWith(`${name}  disconnected`)).toBe(true);
+    expect(lines[1]).toMatch(/…$/); // the last error is what was cut
+  });
 });
