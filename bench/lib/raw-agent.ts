@@ -29,27 +29,41 @@ export interface RawAgent {
 export interface RawStartOptions {
   /** Registers handlers on the SDK client app before it connects. */
   configure?: (app: ClientApp) => void;
+  /** The child's working directory (this process's by default). */
+  cwd?: string;
+  /** Merged over this process's environment. */
+  env?: Record<string, string>;
+  /** Hears the child's stderr (piped only then; ignored otherwise). */
+  onStderr?: (chunk: Buffer) => void;
 }
 
 /** Spawns `node script ...args` as a group leader and performs the `initialize` handshake. */
-export async function startRawAgent(script: string, args: readonly string[] = [], options: RawStartOptions = {}): Promise<RawAgent> {
+export function startRawAgent(script: string, args: readonly string[] = [], options: RawStartOptions = {}): Promise<RawAgent> {
+  return startRawCommand(process.execPath, [script, ...args], options);
+}
+
+/** Spawns any agent command as a group leader and performs the `initialize` handshake. */
+export async function startRawCommand(command: string, args: readonly string[], options: RawStartOptions = {}): Promise<RawAgent> {
   const start = now();
-  const child = execa(process.execPath, [script, ...args], {
+  const child = execa(command, args, {
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    ...(options.env ? { env: options.env, extendEnv: true } : {}),
     detached: true,
     stdin: 'pipe',
     stdout: 'pipe',
-    stderr: 'ignore',
+    stderr: options.onStderr ? 'pipe' : 'ignore',
     buffer: false,
     reject: false,
     cleanup: false,
   });
   const pid = child.pid;
   if (pid === undefined) {
-    await child;
-    throw new Error(`could not spawn ${script}`);
+    const failed = await child;
+    throw new Error(`could not spawn ${command}: ${failed.shortMessage ?? failed.message ?? 'unknown'}`);
   }
   child.stdin.on('error', () => {});
   child.stdout.on('error', () => {});
+  if (options.onStderr) child.stderr?.on('data', options.onStderr);
   const spawned = now();
   let running = true;
   // The 'exit' event, as agentvisor's process service notices exits, not execa's promise,

@@ -42,11 +42,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpath
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { client, ndJsonStream, PROTOCOL_VERSION, type SessionUpdate } from '@agentclientprotocol/sdk';
-import { execa } from 'execa';
-import { killGroup, stopRawAgent, type RawAgent } from '../../bench/lib/raw-agent.js';
+import type { SessionUpdate } from '@agentclientprotocol/sdk';
+import { killGroup, startRawCommand, stopRawAgent, type RawAgent } from '../../bench/lib/raw-agent.js';
 import { median, round, spread, type Spread } from '../../bench/lib/stats.js';
 // agentvisor as a program that installed it runs it: the built package (dist/), as every benchmark does.
 import { agentvisor, type AgentSpec, type Supervisor } from '../../bench/lib/agentvisor.js';
@@ -404,11 +402,7 @@ async function runAgentvisor({ agent, upstream, mark }: SideContext): Promise<Si
         result.error = `${result.error ?? ''}; forced shutdown: ${describe(error)}`;
       });
     }
-    await delay(SURVIVOR_WAIT_MS);
-    result.survivors = markedProcesses(mark);
-    await killMarked(mark);
-    result.requests = upstream.requests.slice(firstRequest);
-    rmSync(dirs.root, { recursive: true, force: true, maxRetries: 3 });
+    await endSide(result, { mark, upstream, firstRequest, root: dirs.root });
   }
   return result;
 }
@@ -419,53 +413,28 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
   const result: SideResult = { side: 'raw', ok: false, ms: {}, survivors: [], aliveAtStop: 0, text: '', requests: [], stderr: [] };
   const firstRequest = upstream.requests.length;
   let raw: RawAgent | undefined;
-  let connection: RawAgent['connection'] | undefined;
-  let pid: number | undefined;
   let stopped = false;
   try {
     const t0 = now();
-    const child = execa(spec.command, spec.args ?? [], {
-      cwd: spec.cwd,
-      env: spec.env,
-      extendEnv: true,
-      detached: true,
-      stdin: 'pipe',
-      stdout: 'pipe',
-      stderr: VERBOSE ? 'pipe' : 'ignore',
-      buffer: false,
-      reject: false,
-      cleanup: false,
-    });
-    pid = child.pid;
-    if (pid === undefined) {
-      const failed = await child;
-      throw new Error(`could not spawn ${spec.command}: ${failed.shortMessage ?? failed.message ?? 'unknown'}`);
-    }
-    child.stdin.on('error', () => {});
-    child.stdout.on('error', () => {});
-    if (VERBOSE && child.stderr) {
-      let tail = '';
-      child.stderr.on('data', (chunk: Buffer) => {
-        tail = (tail + chunk.toString('utf8')).slice(-8000);
-        result.stderr = tail.split('\n').filter(Boolean).slice(-20);
-      });
-    }
-    const spawned = now();
-    let running = true;
-    const exited = new Promise<void>((done) => {
-      child.once('exit', () => {
-        running = false;
-        done();
-      });
-    });
-    const app = client({ name: 'raw-baseline' });
-    connection = app.connect(ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>));
-    const initialize = await withTimeout(
-      connection.agent.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'raw-baseline', version: '0.0.0' } }),
+    let tail = '';
+    // A start that times out leaves its process to the marker sweep below (killMarked).
+    raw = await withTimeout(
+      startRawCommand(spec.command, spec.args ?? [], {
+        ...(spec.cwd !== undefined ? { cwd: spec.cwd } : {}),
+        ...(spec.env ? { env: spec.env } : {}),
+        ...(VERBOSE
+          ? {
+              onStderr: (chunk: Buffer) => {
+                tail = (tail + chunk.toString('utf8')).slice(-8000);
+                result.stderr = tail.split('\n').filter(Boolean).slice(-20);
+              },
+            }
+          : {}),
+      }),
       'initialize',
     );
     const t1 = now();
-    raw = { pid, child, stdin: child.stdin, connection, initialize, exited, isRunning: () => running, timings: { start: t0, spawned, initialized: t1 } };
+    const { connection } = raw;
     const session = await withTimeout(connection.agent.buildSession(dirs.cwd).start(), 'session/new');
     const t2 = now();
     const updates: SessionUpdate[] = [];
@@ -485,9 +454,8 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     result.text = agentText(updates);
     checkTurn(stopReason, updates);
     const t3b = now();
-    const agentForStop = raw;
     await withTimeout(
-      stopRawAgent(agentForStop, { shutdownTimeoutMs: spec.shutdownTimeoutMs ?? 5000, killTimeoutMs: spec.killTimeoutMs ?? 2000 }),
+      stopRawAgent(raw, { shutdownTimeoutMs: spec.shutdownTimeoutMs ?? 5000, killTimeoutMs: spec.killTimeoutMs ?? 2000 }),
       'stop',
       30_000,
     );
@@ -499,18 +467,23 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
   } catch (error) {
     result.error = describe(error);
   } finally {
-    if (!stopped && pid !== undefined) {
-      connection?.close();
-      killGroup(pid, 'SIGKILL');
-      await raw?.exited;
+    if (raw && !stopped) {
+      raw.connection.close();
+      killGroup(raw.pid, 'SIGKILL');
+      await raw.exited;
     }
-    await delay(SURVIVOR_WAIT_MS);
-    result.survivors = markedProcesses(mark);
-    await killMarked(mark);
-    result.requests = upstream.requests.slice(firstRequest);
-    rmSync(dirs.root, { recursive: true, force: true, maxRetries: 3 });
+    await endSide(result, { mark, upstream, firstRequest, root: dirs.root });
   }
   return result;
+}
+
+/** After a side, stopped or failed: what its agent left behind (counted, then killed), the model requests it made, its directories removed. */
+async function endSide(result: SideResult, side: { mark: string; upstream: FakeModelServer; firstRequest: number; root: string }): Promise<void> {
+  await delay(SURVIVOR_WAIT_MS);
+  result.survivors = markedProcesses(side.mark);
+  await killMarked(side.mark);
+  result.requests = side.upstream.requests.slice(side.firstRequest);
+  rmSync(side.root, { recursive: true, force: true, maxRetries: 3 });
 }
 
 // ---------------------------------------------------------------------------------------
