@@ -10,6 +10,7 @@ import { fromCallback } from 'xstate';
 import type { ClientConnection, InitializeResponse } from '../core/acp-types.js';
 import type { AgentSpec } from '../core/agent-spec.js';
 import { describeError } from '../core/errors.js';
+import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { AgentProcessInput, ProcessCommand, ProcessEvent } from '../machines/agent-events.js';
 import { openAcpConnection, type AcpClientOptions } from '../services/acp-client.service.js';
 import { spawnAgentProcess, type ProcessExit, type SupervisedProcess } from '../services/agent-process.service.js';
@@ -333,12 +334,12 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     (error: unknown) => {
       // A closed stream is reported by the exit path below, with the exit code.
       if (connection.signal.aborted) return;
-      const code = (error as { code?: unknown } | null)?.code;
+      const { rpcCode } = rpcErrorDetails(error);
       // What the agent wrote to stderr before it answered may sit unread in the other pipe
       // when the answer is read: one turn of the event loop lets those reads run first.
       setImmediate(() => {
         if (connection.signal.aborted) return;
-        report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: launched.errorLines(), rpcCode: typeof code === 'number' ? code : null });
+        report({ type: 'process.failed', kind: 'handshake_failed', detail: describeError(error), stderr: launched.errorLines(), rpcCode });
       });
     },
   );

@@ -8,6 +8,7 @@
 import { fromCallback } from 'xstate';
 import type { ClientConnection, ContentBlock } from '../core/acp-types.js';
 import { failures } from '../core/errors.js';
+import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { PromptTurnCommand, PromptTurnInput, SessionEvent } from '../machines/session-events.js';
 import { acpMethods, toRequestError, validatePromptResponse } from '../services/acp-client.service.js';
 
@@ -53,10 +54,8 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
         settled = true;
         const failure = toRequestError(input.agent, connection, error, 'session/prompt');
         deps.onTurn?.(input.agent, input.sessionId, { error: { kind: failure.kind, message: failure.message } });
-        const rpc = error as { code?: unknown; data?: unknown } | null;
-        const rpcCode = typeof rpc?.code === 'number' ? rpc.code : null;
         const at = (deps.now ?? Date.now)();
-        if (!released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message, rpcCode, ...(rpc?.data !== undefined ? { rpcData: rpc.data } : {}), at } });
+        if (!released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message, ...rpcErrorDetails(error), at } });
       },
     );
     receive((command) => {

@@ -1,10 +1,79 @@
-/** The public types of the supervisor facade. */
+/**
+ * The public contract of agentvisor, in one file: every type a user of the package names, and
+ * the complete map of the events `supervisor.on()` delivers. index.ts re-exports every export
+ * of this file (`export type *`): an export here is public, and every public type but the
+ * classes' is exported here.
+ *
+ * Declared here: the facade's own shapes (handles, summaries, reports, call and prompt options,
+ * the events it shapes itself). Declared below and re-exported here under their public names:
+ * the types a lower layer needs itself (machines/ and runtime/ may not import api/,
+ * docs/architecture.md), and the options api/options.ts infers from its schemas. The classes
+ * and functions are values: index.ts exports them from their own modules (`Supervisor`,
+ * `Session`, `AgentError`, `createSupervisor`, ...).
+ *
+ * api/supervisor.ts and api/session.ts take their public types from here; api/options.ts and
+ * the layers below never import this file (no cycle).
+ */
 import type { AgentCapabilities, AuthMethod, ClientConnection, Implementation, InitializeResponse, SessionInfo } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import type { AgentErrorKind, AgentFailure, FailureClass } from '../core/errors.js';
 import type { PermissionRequest } from '../core/permission-policy.js';
 import type { AgentStatus } from '../machines/agent-events.js';
-import type { RuntimeEvents } from '../runtime/session-registry.js';
+import type { RuntimeEvents, SessionChannelEvents } from '../runtime/session-registry.js';
+import type { ReadRange } from '../runtime/store-reader.js';
+
+// The supervisor and its options (api/options.ts: the types of its schemas).
+export type { SupervisorOptions, SessionOptions, NewSessionOptions, InspectOption, RestartOptions } from './options.js';
+export type { Clock } from '../core/clock.js';
+export type { ExtensionHandler, ExtensionHandlers } from '../runtime/acp-client-handlers.js';
+export type { TerminalLogin, TerminalLoginCommand } from '../runtime/terminal-login.js';
+export type { AgentSpec } from '../core/agent-spec.js';
+export type { ContainmentKind } from '../core/containment-kind.js';
+export type { AgentTerminal, TerminalEvents, PtySettings } from '../runtime/pty-terminals.js';
+
+// Errors and failures (core/errors.ts, core/failure-class.ts; the policies in machines/policies/).
+export type { AgentErrorKind, AgentFailure, AuthMethodSummary, FailureClassInfo } from '../core/errors.js';
+export type { FailureClass, FailurePattern, FailureEvidence, FailurePhase, Classification } from '../core/failure-class.js';
+export type { RestartPolicy } from '../machines/policies/backoff.policy.js';
+export type { ClassAction, ClassPolicy, ClassPolicies } from '../machines/policies/class-policy.js';
+
+// Sessions: their events, state, controls, permissions and elicitations.
+export type { SessionStatus, StallPolicy, SessionFailure } from '../machines/session-events.js';
+export type { SessionStateChange } from '../runtime/session-registry.js';
+export type { SessionStateFields, SessionUsage } from '../runtime/session-state.js';
+export type { ControlOptions } from '../runtime/session-controls.js';
+export type { PermissionPolicy, PermissionRequest, PermissionOutcome } from '../core/permission-policy.js';
+export type { ElicitationPolicy, ElicitationRequest, ElicitationRequestView, ElicitationAnswer, ElicitationValue } from '../core/elicitation.js';
+
+// The store, and the workspaces.
+export type { Store, StoreWrite, StoredSession, StoredAgentSpec, TranscriptEntry, TranscriptKind, LogEntry, EventEntry, Page, Retention, RetentionRule, StoreStats, Awaitable } from '../core/store.js';
+export type { WorkspaceSpec, WorkspaceOwner, WorkspaceKind, CleanupStrategy } from '../core/workspace-spec.js';
+export type { WorkspaceInfo, PruneOptions, PruneResult, WorkspaceEvents } from '../runtime/workspace-registry.js';
+
+// The machines, for those who drive or inspect them.
+export type { AgentStatus, AgentMachineInput, ProcessEvent, ProcessCommand } from '../machines/agent-events.js';
+export type { AgentContext } from '../machines/agent.machine.js';
+export type { PtyActivityState } from '../machines/pty-activity.machine.js';
+
+// ACP, as the agents speak it (core/acp-types.ts re-exports the SDK's types).
+export type {
+  ContentBlock,
+  SessionUpdate,
+  UnknownSessionUpdate,
+  StopReason,
+  McpServer,
+  AgentCapabilities,
+  AuthMethod,
+  AvailableCommand,
+  Implementation,
+  PlanEntry,
+  PromptCapabilities,
+  SessionConfigOption,
+  SessionInfo,
+  SessionModeState,
+  SessionModelState,
+  UsageUpdate,
+} from '../core/acp-types.js';
 
 /** A connected agent, as `ensureAgent` resolves it. */
 export interface AgentHandle {
@@ -65,12 +134,14 @@ export interface ContainmentReport {
   refused: Array<{ kind: ContainmentKind; reason: string }>;
 }
 
+/** `agent:status`: an agent's status changed, from `previous`. */
 export interface AgentStatusEvent {
   agent: string;
   status: AgentStatus;
   previous: AgentStatus;
 }
 
+/** `error`: an agent failed (its process, handshake or connection); the fields of the `AgentError` it would reject with. */
 export interface AgentErrorEvent {
   agent: string;
   kind: AgentErrorKind;
@@ -86,7 +157,32 @@ export interface AgentErrorEvent {
   retryAt?: number | null;
 }
 
-export interface SupervisorEventMap {
+/** Events of one session, as `session.on(type, listener)` delivers them. */
+export type SessionEvents = SessionChannelEvents;
+
+/** Options of a prompt turn. */
+export interface PromptOptions {
+  /** Aborting cancels the turn (`session/cancel`); it then resolves `cancelled`. */
+  signal?: AbortSignal;
+  /** Attached to the `session/prompt` request as `_meta`. */
+  meta?: Record<string, unknown>;
+}
+
+/** Where a read of the store starts (`after` an entry's `seq`), how much it returns, and its abort signal. */
+export type ReadOptions = ReadRange;
+
+/**
+ * Every event `supervisor.on(type, listener)` delivers, by name.
+ *
+ * Assembled here rather than defined in one place: the runtime emits all but two through its
+ * own hub, typed by `RuntimeEvents` (runtime/session-registry.ts), which must stay below api/
+ * because the runtime needs it and runtime/ may not import api/. `agent:status` and `error` are
+ * the facade's shapes of the supervisor machine's emitted events (api/supervisor.ts `on()`),
+ * needed nowhere below, so they are defined here. Extending `RuntimeEvents` keeps the map
+ * complete (a new runtime event is a supervisor event with no edit here); the keys restated
+ * below add the public docs, and the compiler holds each to the runtime's type.
+ */
+export interface SupervisorEventMap extends RuntimeEvents {
   'agent:status': AgentStatusEvent;
   error: AgentErrorEvent;
   /** With the `'ask'` policy: answer with `respond(optionId)` or `cancel()`. */

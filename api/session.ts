@@ -4,27 +4,29 @@
  * sends those requests and awaits the answers, and delivers the session's events.
  */
 import { resolve } from 'node:path';
+import { failures, invalidOptions, toError } from '../core/errors.js';
+import { checkPrompt, contentBlockFromFile } from '../runtime/prompt-content.js';
+import type { SessionControls } from '../runtime/session-controls.js';
+import { request } from '../runtime/requests.js';
+import type { SessionRecord, SessionRegistry } from '../runtime/session-registry.js';
 import type {
   AvailableCommand,
   ContentBlock,
+  ControlOptions,
   PlanEntry,
   PromptCapabilities,
+  PromptOptions,
   SessionConfigOption,
+  SessionEvents,
+  SessionFailure,
   SessionModeState,
   SessionModelState,
+  SessionStateFields,
+  SessionStatus,
   SessionUpdate,
+  SessionUsage,
   StopReason,
-} from '../core/acp-types.js';
-import { failures, invalidOptions, toError } from '../core/errors.js';
-import { checkPrompt, contentBlockFromFile } from '../runtime/prompt-content.js';
-import type { ControlOptions, SessionControls } from '../runtime/session-controls.js';
-import type { SessionStateFields, SessionUsage } from '../runtime/session-state.js';
-import type { SessionFailure, SessionStatus } from '../machines/session-events.js';
-import { request } from '../runtime/requests.js';
-import type { SessionChannelEvents, SessionRecord, SessionRegistry } from '../runtime/session-registry.js';
-
-/** Events of one session, as `session.on(type, listener)` delivers them. */
-export type SessionEvents = SessionChannelEvents;
+} from './public-types.js';
 
 /** What a session needs from the supervisor that owns it. */
 export interface SessionHost {
@@ -35,14 +37,6 @@ export interface SessionHost {
   /** What the agent's current connection accepts in prompts; undefined while it has none. */
   promptCapabilities(agent: string): PromptCapabilities | undefined;
   displayName(agent: string): string;
-}
-
-/** Options of a prompt turn. */
-export interface PromptOptions {
-  /** Aborting cancels the turn (`session/cancel`); it then resolves `cancelled`. */
-  signal?: AbortSignal;
-  /** Attached to the `session/prompt` request as `_meta`. */
-  meta?: Record<string, unknown>;
 }
 
 /**

@@ -5,31 +5,44 @@
  */
 import { resolve } from 'node:path';
 import type { Actor, StateValue } from 'xstate';
-import { agentNameSchema, validateAgentSpec, type AgentSpec } from '../core/agent-spec.js';
+import { agentNameSchema, validateAgentSpec } from '../core/agent-spec.js';
 import { describeSchemaIssue } from '../core/schema.js';
 import { failures, invalidOptions, toError } from '../core/errors.js';
 import { reopenMethod } from '../services/acp-client.service.js';
-import type { AgentStatus } from '../machines/agent-events.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
-import type { AgentTerminal } from '../runtime/pty-terminals.js';
 import { handleSignalsFor } from '../runtime/signal-handling.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
-import { abortable } from '../util/abort.js';
-import { maxTimerMs, resolveOptions, resolvePruneOptions, resolveSessionOptions, resolveWorkspacePaths, type NewSessionOptions, type SessionOptions, type SupervisorOptions } from './options.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
-import type { PruneOptions, PruneResult, WorkspaceInfo } from '../runtime/workspace-registry.js';
-import type { WorkspaceSpec } from '../core/workspace-spec.js';
-import type { EventEntry, LogEntry, StoredSession, StoreStats, TranscriptEntry } from '../core/store.js';
-import type { ReadRange } from '../runtime/store-reader.js';
-import type { AgentHandle, AgentSessionPage, AgentSummary, CallOptions, ContainmentReport, OrphanSweepResult, SupervisorEventMap } from './public-types.js';
+import { abortable } from '../util/abort.js';
+import { maxTimerMs, resolveOptions, resolvePruneOptions, resolveSessionOptions, resolveWorkspacePaths } from './options.js';
+import type {
+  AgentHandle,
+  AgentSessionPage,
+  AgentSpec,
+  AgentStatus,
+  AgentSummary,
+  AgentTerminal,
+  CallOptions,
+  ContainmentReport,
+  EventEntry,
+  LogEntry,
+  NewSessionOptions,
+  OrphanSweepResult,
+  PruneOptions,
+  PruneResult,
+  ReadOptions,
+  SessionOptions,
+  StoredSession,
+  StoreStats,
+  SupervisorEventMap,
+  SupervisorOptions,
+  TranscriptEntry,
+  WorkspaceInfo,
+  WorkspaceSpec,
+} from './public-types.js';
 import { Session } from './session.js';
-
-/** Where a read of the store starts (`after` an entry's `seq`), how much it returns, and its abort signal. */
-export type ReadOptions = ReadRange;
-
-export type { AgentHandle, AgentSessionPage, AgentSummary, AgentStatusEvent, AgentErrorEvent, SupervisorEventMap, CallOptions, ContainmentReport, OrphanSweepResult } from './public-types.js';
 
 /**
  * Supervises agent processes. Create it with {@link createSupervisor}.

@@ -1,10 +1,15 @@
 /**
- * Every failure agentvisor reports, in one place: the kinds, the plain-JSON record machines
+ * Every failure the library reports, in one place: the kinds, the plain-JSON record machines
  * keep in context, the {@link AgentError} every promise rejects with, and the factories that
  * word each failure. Machines and the facade build their failures here, so one kind always
  * comes with one message, wherever it is raised.
  *
- * Pure: no I/O, no XState. `new AgentError(` appears in this file only.
+ * A face above the library (the daemon) declares its own kinds, their messages and their
+ * `new AgentError(` in one file of its own (daemon/daemon-errors.ts), added to
+ * {@link AgentErrorKind} through {@link AgentErrorKindExtensions}: one error class, a typed
+ * `kind` everywhere.
+ *
+ * Pure: no I/O, no XState. In the library, `new AgentError(` appears in this file only.
  */
 import type { FailureClass } from './failure-class.js';
 
@@ -77,10 +82,17 @@ export type AgentErrorKind =
   | 'runtime_host_key_changed'
   /** The container, image or pod the spec names does not exist (or the runtime's tool is missing). */
   | 'runtime_missing'
-  /** `agentvisor serve`: another daemon is already serving this state directory. */
-  | 'daemon_running'
-  /** `agentvisor serve`: the address to listen on is taken or cannot be used. */
-  | 'address_unavailable';
+  /** A kind of a face above the library: the daemon's are in daemon/daemon-errors.ts. */
+  | Extract<keyof AgentErrorKindExtensions, string>;
+
+/**
+ * The kinds a face above the library adds to {@link AgentErrorKind}, one key each, by
+ * declaration merging: the daemon adds its own in daemon/daemon-errors.ts. Empty in the
+ * library, so a library user's `error.kind` is one of the library's kinds above; code that
+ * loads the daemon (the daemon, the CLI, this repository's typecheck) sees the daemon's too.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled by declaration merging
+export interface AgentErrorKindExtensions {}
 
 /**
  * Why a failure happened, as the classifier (machines/policies/failure-class.policy.ts) read
@@ -283,11 +295,6 @@ export function toError(agent: string, record: AgentFailure): AgentError {
 /** `invalid_options`: a malformed option, spec or name. */
 export function invalidOptions(message: string, agent?: string): AgentError {
   return new AgentError('invalid_options', message, { agent });
-}
-
-/** A failure of the daemon (`agentvisor serve`) itself, before it serves: its state directory or its address. */
-export function daemonError(kind: 'daemon_running' | 'address_unavailable', message: string, cause?: unknown): AgentError {
-  return new AgentError(kind, message, { cause });
 }
 
 /** `aborted`: the caller's signal fired while it waited for `what`. */

@@ -8,9 +8,9 @@ import type { Duplex } from 'node:stream';
 import { resolve } from 'node:path';
 import { WebSocketServer } from 'ws';
 import { createSupervisor, defaultStateDir, type Supervisor } from '../index.js';
-import { daemonError } from '../core/errors.js';
 import { AgentWatch } from './agent-watch.js';
 import type { DoctorBody } from './api-types.js';
+import { addressUnavailable, daemonRunning } from './daemon-errors.js';
 import { readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
 import { DEFAULT_PORT, type Daemon, type DaemonOptions } from './daemon-types.js';
 import { EventFeed, parseTopics } from './event-feed.js';
@@ -170,10 +170,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 /** Listens on host:port; resolves with the port bound (0 picks one). */
 function listen(server: Server, host: string, port: number): Promise<number> {
   return new Promise<number>((resolvePort, reject) => {
-    const onError = (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'is already in use' : error.code === 'EADDRNOTAVAIL' ? 'is not an address of this host' : error.code === 'EACCES' ? 'needs privileges' : `failed (${error.message})`;
-      reject(daemonError('address_unavailable', `Cannot listen on ${hostForUrl(host)}:${port}: the address ${why}; pick another with --port or --host`, error));
-    };
+    const onError = (error: NodeJS.ErrnoException) => reject(addressUnavailable(`${hostForUrl(host)}:${port}`, error));
     server.once('error', onError);
     server.listen({ host, port, exclusive: true }, () => {
       server.off('error', onError);
@@ -186,7 +183,7 @@ function listen(server: Server, host: string, port: number): Promise<number> {
 function refuseSecondDaemon(stateDir: string): void {
   const existing = readDaemonFiles(stateDir);
   if (!existing || existing.info.pid === process.pid || !isAlive(existing.info.pid)) return;
-  throw daemonError('daemon_running', `A daemon (pid ${existing.info.pid}) already serves the state directory ${stateDir} at ${existing.info.url}; stop it with \`agentvisor shutdown\` or use another --state-dir`);
+  throw daemonRunning(stateDir, existing.info);
 }
 
 function isAlive(pid: number): boolean {

@@ -6,6 +6,11 @@
  * const daemon = await startDaemon({ supervisor: { agents: { echo: presets.echo() } }, port: 0 });
  * console.log(daemon.url, daemon.token);
  * await daemon.close();
+ *
+ * `startDaemon()` rejects with an `AgentError` of one of the daemon's own kinds
+ * (`DaemonErrorKind`: `daemon_running`, `address_unavailable`); importing this entry adds them
+ * to `AgentErrorKind` (daemon/daemon-errors.ts).
  */
 export { DEFAULT_PORT, type Daemon, type DaemonOptions } from './daemon-types.js';
+export type { DaemonErrorKind } from './daemon-errors.js';
 export { startDaemon } from './daemon-server.js';

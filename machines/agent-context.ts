@@ -6,6 +6,7 @@
  */
 import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
+import { rpcErrorDetails } from '../core/rpc-error.js';
 import { describeError, failureMessage, type AgentFailure, type AuthMethodSummary, type CommandResult } from '../core/errors.js';
 import type { FailureEvidence, FailurePattern, FailurePhase } from '../core/failure-class.js';
 import type {
@@ -81,25 +82,33 @@ export type AgentEvent =
   | { type: 'session.forget'; key: string }
   /** authenticate() of a connected agent, run by a child beside the connection (`reauthenticate`): done, or refused. */
   | { type: 'xstate.done.actor.reauthenticate'; output: unknown }
-  | { type: 'xstate.error.actor.reauthenticate'; error: unknown };
+  | { type: 'xstate.error.actor.reauthenticate'; error: unknown }
+  /** The invoked `authenticate` of a parked agent was refused or lost its connection. */
+  | { type: 'xstate.error.actor.authenticate'; error: unknown };
 
 export type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 
 /** The actor id of a session child, from the key of its opening. */
 export const sessionActorId = (key: string) => `session:${key}`;
 
-/** Emits `command.settled` for each request, and reports it to the parent. */
-export function settle(
-  enqueue: { emit(event: AgentEmitted): void; sendParent(event: AgentReport): void },
-  context: AgentContext,
-  self: { _parent?: unknown },
-  requestIds: readonly string[],
-  result: CommandResult,
-): void {
+/** What an agent action's `enqueue` is at run time: it also takes a named action with params. */
+type Enqueue = { emit(event: AgentEmitted): void };
+
+/**
+ * Enqueues the machine's `notifyParent` action with `report`. enqueueActions() takes a named
+ * action with params at run time, but inside setup() its types cannot know the machine's own
+ * action names: this is the one place that says so.
+ */
+export function notifyParent(enqueue: Enqueue, report: AgentReport): void {
+  (enqueue as unknown as (action: { type: 'notifyParent'; params: AgentReport }) => void)({ type: 'notifyParent', params: report });
+}
+
+/** Emits `command.settled` for each request, and reports it to the parent (the machine's `notifyParent`). */
+export function settle(enqueue: Enqueue, context: AgentContext, requestIds: readonly string[], result: CommandResult): void {
   for (const requestId of requestIds) {
     const settled: CommandSettled = { type: 'command.settled', agent: context.name, requestId, result };
     enqueue.emit(settled);
-    if (self._parent) enqueue.sendParent({ type: 'agent.settled', settled });
+    notifyParent(enqueue, { type: 'agent.settled', settled });
   }
 }
 
@@ -191,8 +200,8 @@ export function authRefusal(context: AgentContext, error: unknown): AgentFailure
     detail: describeError(error),
     stderr: [],
   };
-  const code = (error as { code?: unknown } | null)?.code;
-  return classified(context, failure, 'session', context.now, { code: typeof code === 'number' ? code : null, data: (error as { data?: unknown } | null)?.data });
+  const { rpcCode, rpcData } = rpcErrorDetails(error);
+  return classified(context, failure, 'session', context.now, { code: rpcCode, data: rpcData });
 }
 
 /** The failure recorded when the agent restarted more than `restart.intensity` times within `restart.periodMs`. */

@@ -16,15 +16,15 @@
  * `starting` state (it is the same process once `connected`) and is released with
  * `stopChild`, whose cleanup kills the process group if it is still there.
  */
-import { assign, enqueueActions, fromCallback, fromPromise, sendTo, setup, stopChild } from 'xstate';
+import { assertEvent, assign, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup, stopChild } from 'xstate';
 import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
-import { failures, type AgentFailure } from '../core/errors.js';
+import { failures, type AgentFailure, type CommandResult } from '../core/errors.js';
 import {
   authRefusal,
   exceedsIntensity,
   lostDuringAuthentication,
-  exitFailure,
+  notifyParent,
   intensityFailure,
   policyOf,
   reportedFailure,
@@ -34,7 +34,6 @@ import {
   willRetry,
   type AgentContext,
   type AgentEvent,
-  type EventOf,
 } from './agent-context.js';
 import type {
   AgentEmitted,
@@ -46,17 +45,7 @@ import type {
   ProcessCommand,
   ProcessEvent,
 } from './agent-events.js';
-import {
-  authenticateTransitions,
-  handshakeTimeoutTransition,
-  handshakeTransitions,
-  joinStart,
-  parkedProcessExit,
-  parkedReconnect,
-  recordSpawnTransition,
-  requestIdOf,
-  stopTransition,
-} from './agent-transitions.js';
+import { handshakeExitOf, handshakeTimeoutOf, initializeOf, lossOf, requestIdOf, spawnFailureOf, spawnOf } from './agent-action-params.js';
 import { restartsWithin, type ClassAction } from './policies/class-policy.js';
 import { backoffDelay, jitterRoll } from './policies/backoff.policy.js';
 import type { SessionMachineInput } from './session-events.js';
@@ -79,10 +68,28 @@ const failureParks = (context: AgentContext, event: AgentEvent, action: ClassAct
   event.type === 'agent.failure' && policyOf(context, reportedFailure(context, event))?.action === action;
 
 /** The failure a session or the runtime reported, as the action's params. */
-const reportedFailureParams = ({ context, event }: { context: AgentContext; event: AgentEvent }) => ({
-  failure: reportedFailure(context, event as EventOf<'agent.failure'>),
-  at: (event as EventOf<'agent.failure'>).at,
-});
+const reportedFailureParams = ({ context, event }: { context: AgentContext; event: AgentEvent }) => {
+  assertEvent(event, 'agent.failure');
+  return { failure: reportedFailure(context, event), at: event.at };
+};
+
+/** What the waiting starts are answered with (`settleStarts`). */
+type StartOutcome = 'connected' | 'stopped' | 'lastError' | 'authRefusal' | 'lostDuringAuthentication';
+
+function startResult(context: AgentContext, event: AgentEvent, outcome: StartOutcome): CommandResult {
+  switch (outcome) {
+    case 'connected':
+      return { ok: true };
+    case 'stopped':
+      return { ok: false, failure: failures.stoppedBeforeConnected(context.name) };
+    case 'lastError':
+      return { ok: false, failure: context.lastError ?? failures.agentLost(context.displayName) };
+    case 'authRefusal':
+      return { ok: false, failure: authRefusal(context, 'error' in event ? event.error : undefined) };
+    case 'lostDuringAuthentication':
+      return { ok: false, failure: lostDuringAuthentication(context) };
+  }
+}
 
 export const agentMachine = setup({
   types: {
@@ -111,21 +118,25 @@ export const agentMachine = setup({
     parksForLimit: ({ context }) => policyOf(context, context.lastError)?.action === 'rateLimited',
     failureParksForAuth: ({ context, event }) => failureParks(context, event, 'needsAuth'),
     failureParksForLimit: ({ context, event }) => failureParks(context, event, 'rateLimited'),
+    /** authenticate() waits for initialize, or runs over the connection (connected: beside it). */
     hasPendingAuth: ({ context }) => context.pendingAuthMethod !== null,
     /** The limit's reset time (or the class's wait) is known: wait it out. */
     hasLimitWait: ({ context }) => context.parkedWaitMs !== null,
     restartsHeld: ({ context }) => context.restartsHeld,
     /** authenticate failed because the connection closed (agent_exited), not because the agent refused. */
-    connectionLost: ({ event }) => (event as { error?: { kind?: unknown } }).error?.kind === 'agent_exited',
+    connectionLost: ({ event }) => {
+      assertEvent(event, ['xstate.error.actor.authenticate', 'xstate.error.actor.reauthenticate']);
+      return (event.error as { kind?: unknown } | undefined)?.kind === 'agent_exited';
+    },
     hasNoProcess: ({ context }) => !context.processRunning,
     /** Somebody asked for a start while the agent was stopping. */
     hasStartRequests: ({ context }) => context.startRequests.length > 0,
     connectionIsOpen: ({ context }) => context.connectionOpen,
-    /** authenticate() runs over the connection (connected: beside it). */
-    authenticationInFlight: ({ context }) => context.pendingAuthMethod !== null,
+    /** Disconnected for good (no automatic retry follows) with starts, or an authenticate(), still waiting. */
+    givesUpWithWaitingStarts: ({ context }) => !willRetry(context) && (context.startRequests.length > 0 || context.pendingAuthMethod !== null),
   },
   actions: {
-    reportStatus: enqueueActions(({ enqueue, context, self }, params: { status: AgentStatus }) => {
+    reportStatus: enqueueActions(({ enqueue, context }, params: { status: AgentStatus }) => {
       enqueue.assign({ status: params.status });
       enqueue.emit({ type: 'status', agent: context.name, status: params.status });
       // `retrying`: this agent is about to start a process by itself (the parent counts it as live).
@@ -133,17 +144,17 @@ export const agentMachine = setup({
         (params.status === 'disconnected' && willRetry(context) && !context.restartsHeld) ||
         ((params.status === 'needsAuth' || params.status === 'rateLimited') && context.processRunning) ||
         (params.status === 'rateLimited' && context.parkedWaitMs !== null);
-      if (self._parent) enqueue.sendParent({ type: 'agent.status', agent: context.name, status: params.status, retrying } satisfies AgentReport);
+      notifyParent(enqueue, { type: 'agent.status', agent: context.name, status: params.status, retrying });
     }),
     /** Every way into `disconnected` is a failure: report the one just recorded. */
-    reportFailure: enqueueActions(({ enqueue, context, self }) => {
+    reportFailure: enqueueActions(({ enqueue, context }) => {
       const failure = context.lastError;
       if (!failure) return;
       enqueue.emit({ type: 'error', agent: context.name, failure });
-      if (self._parent) enqueue.sendParent({ type: 'agent.error', agent: context.name, failure } satisfies AgentReport);
+      notifyParent(enqueue, { type: 'agent.error', agent: context.name, failure });
     }),
     /** The agent parked: tell listeners what it waits for. */
-    reportParked: enqueueActions(({ enqueue, context, self }, params: { status: 'needsAuth' | 'rateLimited' }) => {
+    reportParked: enqueueActions(({ enqueue, context }, params: { status: 'needsAuth' | 'rateLimited' }) => {
       const failure = context.lastError;
       if (!failure) return;
       const parked: AgentReport =
@@ -151,58 +162,32 @@ export const agentMachine = setup({
           ? { type: 'agent.needsAuth', agent: context.name, failure, authMethods: context.authMethods }
           : { type: 'agent.rateLimited', agent: context.name, failure, retryAt: failure.retryAt ?? null };
       enqueue.emit(parked as AgentEmitted);
-      if (self._parent) enqueue.sendParent(parked);
+      notifyParent(enqueue, parked);
     }),
     /** A start on a parked agent is answered at once with what it waits for. */
-    refuseWithLastError: enqueueActions(({ enqueue, context, self }, params: { requestId: string | undefined }) => {
-      if (params.requestId !== undefined && context.lastError) settle(enqueue, context, self, [params.requestId], { ok: false, failure: context.lastError });
+    refuseWithLastError: enqueueActions(({ enqueue, context }, params: { requestId: string | undefined }) => {
+      if (params.requestId !== undefined) settle(enqueue, context, [params.requestId], startResult(context, { type: 'stop' }, 'lastError'));
     }),
     /** authenticate() of a connected agent: the agent's ACP authenticate, by a child beside the connection. */
     spawnReauthentication: enqueueActions(({ enqueue, context }) => {
       enqueue.spawnChild('authenticate', { id: 'reauthenticate', input: { agent: context.name, methodId: context.pendingAuthMethod ?? '' } });
     }),
-    /** The agent refused the login of a connected agent: its callers fail; nothing is recorded on the agent. */
-    refuseReauthentication: enqueueActions(({ enqueue, context, self, event }) => {
-      const error = event.type === 'xstate.error.actor.reauthenticate' ? event.error : undefined;
-      settle(enqueue, context, self, context.startRequests, { ok: false, failure: authRefusal(context, error) });
-      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
-    }),
+    /** Leaving `connected`: authenticate() beside the connection, if it runs, stops (its callers are answered by the transition out). */
+    stopReauthentication: stopChild('reauthenticate'),
     /**
-     * Leaving `connected` while authenticate() runs beside the connection: the child stops;
-     * a loss fails its callers with the loss now (a restart would not log in); any other
-     * way out (stop, a park) settles them itself.
+     * Answers every waiting start (an authenticate() among them) with `outcome`, and forgets
+     * them; the pending login method goes too unless the agent connected.
      */
-    endReauthentication: enqueueActions(({ enqueue, context, self, event }) => {
-      if (context.pendingAuthMethod === null) return;
-      enqueue(stopChild('reauthenticate'));
-      if (event.type !== 'process.exited') return;
-      settle(enqueue, context, self, context.startRequests, { ok: false, failure: lostDuringAuthentication(context) });
-      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
-    }),
-    /** The agent was lost while authenticate() ran: its callers fail with the loss now (a restart would not log in). */
-    failStarts: enqueueActions(({ enqueue, context, self }) => {
-      if (context.lastError) settle(enqueue, context, self, context.startRequests, { ok: false, failure: context.lastError });
-      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
-    }),
-    /** Parked: the waiting starts fail with what it waits for. */
-    settleStartsParked: enqueueActions(({ enqueue, context, self }) => {
-      if (!context.lastError) return;
-      settle(enqueue, context, self, context.startRequests, { ok: false, failure: context.lastError });
-      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
+    settleStarts: enqueueActions(({ enqueue, context, event }, params: { outcome: StartOutcome }) => {
+      settle(enqueue, context, context.startRequests, startResult(context, event, params.outcome));
+      enqueue.assign(params.outcome === 'connected' ? { startRequests: [] } : { startRequests: [], pendingAuthMethod: null });
     }),
     /** Too many automatic restarts in the window: give up with kind restart_intensity. */
-    giveUpForIntensity: enqueueActions(({ enqueue, context, self }) => {
-      const failure = intensityFailure(context);
-      enqueue.assign({ lastError: failure, autoRetry: false });
-      enqueue.emit({ type: 'error', agent: context.name, failure });
-      if (self._parent) enqueue.sendParent({ type: 'agent.error', agent: context.name, failure } satisfies AgentReport);
-      settle(enqueue, context, self, context.startRequests, { ok: false, failure });
-      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
-    }),
+    giveUpForIntensity: assign(({ context }) => ({ lastError: intensityFailure(context), autoRetry: false })),
     /** An automatic restart begins: counted for the restart intensity, here and by the supervisor. */
-    recordRestart: enqueueActions(({ enqueue, context, self }) => {
+    recordRestart: enqueueActions(({ enqueue, context }) => {
       enqueue.assign({ restartTimes: [...restartsWithin(context.restartTimes, context.restart.periodMs, context.now), context.now] });
-      if (self._parent) enqueue.sendParent({ type: 'agent.restarting', agent: context.name, at: context.now } satisfies AgentReport);
+      notifyParent(enqueue, { type: 'agent.restarting', agent: context.name, at: context.now });
     }),
     holdRestarts: assign({ restartsHeld: true }),
     releaseRestarts: assign({ restartsHeld: false }),
@@ -220,30 +205,11 @@ export const agentMachine = setup({
         params.requestId === undefined ? context.stopRequests : [...context.stopRequests, params.requestId],
     }),
     /** Answers one command at once (ensure on a connected agent, stop on an idle one). */
-    answerNow: enqueueActions(({ enqueue, context, self }, params: { requestId: string | undefined }) => {
-      if (params.requestId !== undefined) settle(enqueue, context, self, [params.requestId], { ok: true });
+    answerNow: enqueueActions(({ enqueue, context }, params: { requestId: string | undefined }) => {
+      if (params.requestId !== undefined) settle(enqueue, context, [params.requestId], { ok: true });
     }),
-    /** The waiting starts connected: answer them. */
-    settleStartsConnected: enqueueActions(({ enqueue, context, self }) => {
-      settle(enqueue, context, self, context.startRequests, { ok: true });
-      enqueue.assign({ startRequests: [] });
-    }),
-    /** The agent is being stopped: the waiting starts end with kind `stopped` (an authenticate() among them too). */
-    settleStartsStopped: enqueueActions(({ enqueue, context, self }) => {
-      settle(enqueue, context, self, context.startRequests, { ok: false, failure: failures.stoppedBeforeConnected(context.name) });
-      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
-    }),
-    /**
-     * Disconnected for good (no automatic retry follows): the waiting starts fail with its
-     * error, an authenticate() among them too (its method is not kept for a later start).
-     */
-    settleStartsIfGivingUp: enqueueActions(({ enqueue, context, self }) => {
-      if (willRetry(context) || !context.lastError) return;
-      settle(enqueue, context, self, context.startRequests, { ok: false, failure: context.lastError });
-      enqueue.assign({ startRequests: [], pendingAuthMethod: null });
-    }),
-    settleStops: enqueueActions(({ enqueue, context, self }) => {
-      settle(enqueue, context, self, context.stopRequests, { ok: true });
+    settleStops: enqueueActions(({ enqueue, context }) => {
+      settle(enqueue, context, context.stopRequests, { ok: true });
       enqueue.assign({ stopRequests: [] });
     }),
     spawnProcess: enqueueActions(({ enqueue, context }) => {
@@ -301,6 +267,11 @@ export const agentMachine = setup({
     closeProcessInput: sendTo('process', { type: 'closeInput' } satisfies ProcessCommand),
     terminateProcess: sendTo('process', { type: 'terminate' } satisfies ProcessCommand),
     killProcess: sendTo('process', { type: 'kill' } satisfies ProcessCommand),
+    /**
+     * Reports to the supervisor machine that owns this agent. An agent machine run on its own
+     * (a test) provides a replacement: it has no parent to tell.
+     */
+    notifyParent: sendParent((_, report: AgentReport) => report),
   },
 }).createMachine({
   id: 'agent',
@@ -373,16 +344,46 @@ export const agentMachine = setup({
       description: 'A first start requested by a caller: spawn, then the initialize handshake.',
       entry: [{ type: 'reportStatus', params: { status: 'starting' } }, 'spawnProcess'],
       on: {
-        ...handshakeTransitions(),
-        ...joinStart('A start is already in flight: wait for its outcome.'),
-        stop: stopTransition('stop() or shutdown during the handshake.'),
+        'process.spawned': { actions: { type: 'recordSpawn', params: spawnOf } },
+        'process.initialized': [
+          {
+            guard: 'hasPendingAuth',
+            target: '#agent.needsAuth.authenticating',
+            actions: { type: 'recordConnection', params: initializeOf },
+            description: 'initialize answered, and authenticate() is waiting: authenticate before the agent counts as connected.',
+          },
+          { target: '#agent.connected', actions: { type: 'recordConnection', params: initializeOf }, description: 'initialize answered.' },
+        ],
+        'process.failed': {
+          target: '#agent.disconnected',
+          actions: [{ type: 'recordFailure', params: spawnFailureOf }, 'releaseProcess'],
+          description: 'Spawn failed (not_installed, spawn_failed, workspace_failed) or initialize was rejected (handshake_failed).',
+        },
+        'process.exited': {
+          target: '#agent.disconnected',
+          actions: [{ type: 'recordFailure', params: handshakeExitOf }, 'releaseProcess'],
+          description: 'The process exited before answering initialize.',
+        },
+        ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start is already in flight: wait for its outcome.' },
+        reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start is already in flight: wait for its outcome.' },
+        authenticate: {
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
+          description: 'A start is already in flight: wait for its outcome. Authenticate once initialize is answered.',
+        },
+        stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() or shutdown during the handshake.' },
       },
-      after: handshakeTimeoutTransition(),
+      after: {
+        handshakeTimeout: {
+          target: '#agent.disconnected',
+          actions: [{ type: 'recordFailure', params: handshakeTimeoutOf }, 'releaseProcess'],
+          description: 'initialize unanswered for handshakeTimeoutMs: kill the process group.',
+        },
+      },
     },
     connected: {
       description: 'The agent answered initialize; its connection is in use.',
-      entry: [{ type: 'reportStatus', params: { status: 'connected' } }, 'settleStartsConnected'],
-      exit: 'endReauthentication',
+      entry: [{ type: 'reportStatus', params: { status: 'connected' } }, { type: 'settleStarts', params: { outcome: 'connected' } }],
+      exit: 'stopReauthentication',
       initial: 'settling',
       states: {
         settling: {
@@ -394,19 +395,28 @@ export const agentMachine = setup({
         stable: { description: 'Up for stableAfterMs; the attempt counter is back at 0.' },
       },
       on: {
-        'process.exited': {
-          target: 'disconnected',
-          actions: [
-            { type: 'recordFailure', params: ({ context, event }) => ({ failure: exitFailure('agent_exited', context, event), at: event.at }) },
-            'releaseProcess',
-            'allowAutoRetry',
-            'failSessions',
-          ],
-          description: 'The process exited or its ACP stream closed: the agent was lost.',
-        },
+        'process.exited': [
+          {
+            guard: 'hasPendingAuth',
+            target: 'disconnected',
+            actions: [
+              { type: 'recordFailure', params: lossOf },
+              'releaseProcess',
+              'allowAutoRetry',
+              'failSessions',
+              { type: 'settleStarts', params: { outcome: 'lostDuringAuthentication' } },
+            ],
+            description: 'Lost while authenticate() ran beside the connection: its callers fail with the loss now (a restart would not log in).',
+          },
+          {
+            target: 'disconnected',
+            actions: [{ type: 'recordFailure', params: lossOf }, 'releaseProcess', 'allowAutoRetry', 'failSessions'],
+            description: 'The process exited or its ACP stream closed: the agent was lost.',
+          },
+        ],
         'agent.failure': [
           {
-            guard: 'authenticationInFlight',
+            guard: 'hasPendingAuth',
             description: 'authenticate() runs beside the connection: its outcome decides (a refusal rejects its callers; a later failure parks).',
           },
           {
@@ -425,7 +435,7 @@ export const agentMachine = setup({
         ],
         authenticate: [
           {
-            guard: 'authenticationInFlight',
+            guard: 'hasPendingAuth',
             actions: { type: 'addStartRequest', params: requestIdOf },
             description: 'authenticate() while one runs over this connection: answered with its outcome.',
           },
@@ -441,7 +451,7 @@ export const agentMachine = setup({
           },
         ],
         'xstate.done.actor.reauthenticate': {
-          actions: ['clearPendingAuth', 'clearFailure', 'settleStartsConnected'],
+          actions: ['clearPendingAuth', 'clearFailure', { type: 'settleStarts', params: { outcome: 'connected' } }],
           description: 'Authenticated: its callers are answered; still connected.',
         },
         'xstate.error.actor.reauthenticate': [
@@ -450,7 +460,7 @@ export const agentMachine = setup({
             description: 'The connection closed under it: the loss follows (process.exited), and fails its callers.',
           },
           {
-            actions: 'refuseReauthentication',
+            actions: { type: 'settleStarts', params: { outcome: 'authRefusal' } },
             description: 'The agent refused the login: its callers get auth_required; the agent stays connected on the login it had.',
           },
         ],
@@ -470,16 +480,16 @@ export const agentMachine = setup({
           actions: 'killProcess',
           description: 'A session stalled with onStall restart: kill the process group; the restart policy brings the agent back.',
         },
-        stop: stopTransition('stop() or shutdown.'),
+        stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() or shutdown.' },
       },
     },
     disconnected: {
       description: 'No process. Retries automatically after a loss while attempts remain; otherwise waits for a caller.',
-      entry: [{ type: 'reportStatus', params: { status: 'disconnected' } }, 'reportFailure', 'settleStartsIfGivingUp'],
+      entry: [{ type: 'reportStatus', params: { status: 'disconnected' } }, 'reportFailure'],
       always: [
         {
           guard: 'exceedsIntensity',
-          actions: 'giveUpForIntensity',
+          actions: ['giveUpForIntensity', 'reportFailure', { type: 'settleStarts', params: { outcome: 'lastError' } }],
           description: 'It would restart, but more than restart.intensity automatic restarts within periodMs: give up (restart_intensity).',
         },
         {
@@ -490,6 +500,11 @@ export const agentMachine = setup({
         },
         { guard: 'parksForAuth', target: 'needsAuth', description: 'A failure of class auth: wait for a login.' },
         { guard: 'parksForLimit', target: 'rateLimited', description: 'A usage or rate limit: wait for it to reset.' },
+        {
+          guard: 'givesUpWithWaitingStarts',
+          actions: { type: 'settleStarts', params: { outcome: 'lastError' } },
+          description: 'No automatic retry follows: the waiting starts (an authenticate() among them) fail with its error; a later start begins afresh.',
+        },
       ],
       on: {
         ensure: {
@@ -507,7 +522,7 @@ export const agentMachine = setup({
           actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
           description: 'reconnect(): reset the attempt counter and spawn now.',
         },
-        stop: stopTransition('stop() clears the error and goes idle.'),
+        stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() clears the error and goes idle.' },
       },
     },
     reconnecting: {
@@ -555,18 +570,50 @@ export const agentMachine = setup({
         spawning: {
           description: 'Spawned again; waiting for initialize.',
           entry: 'spawnProcess',
-          on: handshakeTransitions(),
-          after: handshakeTimeoutTransition(),
+          on: {
+            'process.spawned': { actions: { type: 'recordSpawn', params: spawnOf } },
+            'process.initialized': [
+              {
+                guard: 'hasPendingAuth',
+                target: '#agent.needsAuth.authenticating',
+                actions: { type: 'recordConnection', params: initializeOf },
+                description: 'initialize answered, and authenticate() is waiting: authenticate before the agent counts as connected.',
+              },
+              { target: '#agent.connected', actions: { type: 'recordConnection', params: initializeOf }, description: 'initialize answered.' },
+            ],
+            'process.failed': {
+              target: '#agent.disconnected',
+              actions: [{ type: 'recordFailure', params: spawnFailureOf }, 'releaseProcess'],
+              description: 'Spawn failed (not_installed, spawn_failed, workspace_failed) or initialize was rejected (handshake_failed).',
+            },
+            'process.exited': {
+              target: '#agent.disconnected',
+              actions: [{ type: 'recordFailure', params: handshakeExitOf }, 'releaseProcess'],
+              description: 'The process exited before answering initialize.',
+            },
+          },
+          after: {
+            handshakeTimeout: {
+              target: '#agent.disconnected',
+              actions: [{ type: 'recordFailure', params: handshakeTimeoutOf }, 'releaseProcess'],
+              description: 'initialize unanswered for handshakeTimeoutMs: kill the process group.',
+            },
+          },
         },
       },
       on: {
-        ...joinStart('A reconnect is under way: wait for its outcome.'),
-        stop: stopTransition('stop() or shutdown; leaving cancels the backoff timer.'),
+        ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A reconnect is under way: wait for its outcome.' },
+        reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A reconnect is under way: wait for its outcome.' },
+        authenticate: {
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
+          description: 'A reconnect is under way: wait for its outcome. Authenticate once initialize is answered.',
+        },
+        stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() or shutdown; leaving cancels the backoff timer.' },
       },
     },
     stopping: {
       description: 'The graceful stop ladder: close ACP and stdin, SIGTERM the group, SIGKILL the group.',
-      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'endSessions', 'settleStartsStopped'],
+      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'endSessions', { type: 'settleStarts', params: { outcome: 'stopped' } }],
       initial: 'checking',
       states: {
         checking: {
@@ -600,7 +647,7 @@ export const agentMachine = setup({
         },
       },
       on: {
-        'process.spawned': recordSpawnTransition(),
+        'process.spawned': { actions: { type: 'recordSpawn', params: spawnOf } },
         'process.exited': { target: 'idle', actions: 'releaseProcess', description: 'No process of the group is left.' },
         forceStop: { target: '.killing', description: 'A forced shutdown (a second signal): SIGKILL now, without waiting out the earlier rungs.' },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
@@ -619,12 +666,42 @@ export const agentMachine = setup({
       states: {
         waiting: {
           description: 'Waiting for authenticate() or reconnect() (after logging in outside, e.g. `claude /login`).',
-          entry: ['settleStartsParked', { type: 'reportParked', params: { status: 'needsAuth' } }],
+          entry: [{ type: 'settleStarts', params: { outcome: 'lastError' } }, { type: 'reportParked', params: { status: 'needsAuth' } }],
           on: {
-            authenticate: authenticateTransitions('authenticate():'),
-            reconnect: parkedReconnect('reconnect(): the login was made outside.'),
+            authenticate: [
+              {
+                guard: 'connectionIsOpen',
+                target: '#agent.needsAuth.authenticating',
+                actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
+                description: 'authenticate(): Over the open connection.',
+              },
+              {
+                guard: 'hasNoProcess',
+                target: '#agent.starting',
+                actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth', 'beginCallerStart'],
+                description: 'authenticate(): No process: start one, authenticate once initialize is answered.',
+              },
+              {
+                target: '#agent.reconnecting.replacing',
+                actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth', 'beginCallerStart'],
+                description: 'authenticate(): Its connection is closing: replace the process, then authenticate.',
+              },
+            ],
+            reconnect: [
+              {
+                guard: 'hasNoProcess',
+                target: '#agent.reconnecting.spawning',
+                actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+                description: 'reconnect(): the login was made outside. Spawn now.',
+              },
+              {
+                target: '#agent.reconnecting.replacing',
+                actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+                description: 'reconnect(): the login was made outside. Kill its process, then spawn afresh.',
+              },
+            ],
             ensure: { actions: { type: 'refuseWithLastError', params: requestIdOf }, description: 'ensureAgent(): refused at once with the auth failure.' },
-            'process.exited': parkedProcessExit('The process ended while parked: stay parked.'),
+            'process.exited': { actions: ['releaseProcess', 'failSessions'], description: 'The process ended while parked: stay parked.' },
           },
         },
         authenticating: {
@@ -643,7 +720,7 @@ export const agentMachine = setup({
                   'releaseProcess',
                   'allowAutoRetry',
                   'failSessions',
-                  'failStarts',
+                  { type: 'settleStarts', params: { outcome: 'lastError' } },
                 ],
                 // The one way a lost process leaves authenticating: its connection closes (the
                 // process actor closes it at the exit at the latest), failing the request. An exit
@@ -663,17 +740,22 @@ export const agentMachine = setup({
             ],
           },
           on: {
-            ...joinStart('authenticate() is under way: wait for its outcome.'),
+            ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'authenticate() is under way: wait for its outcome.' },
+            reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'authenticate() is under way: wait for its outcome.' },
+            authenticate: {
+              actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
+              description: 'authenticate() is under way: wait for its outcome. Authenticate once initialize is answered.',
+            },
           },
         },
       },
       on: {
-        stop: stopTransition('stop(): leaves the parked state, goes idle.'),
+        stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop(): leaves the parked state, goes idle.' },
       },
     },
     rateLimited: {
       description: 'Parked: a usage or rate limit. Waits until it resets (a delay from the reset time, capped), or for reconnect().',
-      entry: ['computeLimitWait', { type: 'reportStatus', params: { status: 'rateLimited' } }, 'settleStartsParked', { type: 'reportParked', params: { status: 'rateLimited' } }],
+      entry: ['computeLimitWait', { type: 'reportStatus', params: { status: 'rateLimited' } }, { type: 'settleStarts', params: { outcome: 'lastError' } }, { type: 'reportParked', params: { status: 'rateLimited' } }],
       initial: 'choosing',
       states: {
         choosing: {
@@ -706,12 +788,40 @@ export const agentMachine = setup({
             actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
             description: 'reconnect(): stop waiting; the process is still there.',
           },
-          ...parkedReconnect('reconnect(): stop waiting.'),
+          {
+            guard: 'hasNoProcess',
+            target: '#agent.reconnecting.spawning',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+            description: 'reconnect(): stop waiting. Spawn now.',
+          },
+          {
+            target: '#agent.reconnecting.replacing',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+            description: 'reconnect(): stop waiting. Kill its process, then spawn afresh.',
+          },
         ],
-        authenticate: authenticateTransitions('authenticate() of a rate-limited agent:'),
+        authenticate: [
+          {
+            guard: 'connectionIsOpen',
+            target: '#agent.needsAuth.authenticating',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
+            description: 'authenticate() of a rate-limited agent: Over the open connection.',
+          },
+          {
+            guard: 'hasNoProcess',
+            target: '#agent.starting',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth', 'beginCallerStart'],
+            description: 'authenticate() of a rate-limited agent: No process: start one, authenticate once initialize is answered.',
+          },
+          {
+            target: '#agent.reconnecting.replacing',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth', 'beginCallerStart'],
+            description: 'authenticate() of a rate-limited agent: Its connection is closing: replace the process, then authenticate.',
+          },
+        ],
         ensure: { actions: { type: 'refuseWithLastError', params: requestIdOf }, description: 'ensureAgent(): refused at once with the limit (and retryAt).' },
-        'process.exited': parkedProcessExit('The process ended while parked: stay parked.'),
-        stop: stopTransition('stop(): leaves the parked state, goes idle.'),
+        'process.exited': { actions: ['releaseProcess', 'failSessions'], description: 'The process ended while parked: stay parked.' },
+        stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop(): leaves the parked state, goes idle.' },
       },
     },
   },

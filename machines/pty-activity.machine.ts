@@ -6,7 +6,7 @@
  * `needsInputTimeout` and `staleTimeout`, computed from context, so a SimulatedClock drives
  * them; every change of state is emitted as `activity`.
  */
-import { assign, enqueueActions, setup } from 'xstate';
+import { assertEvent, assign, emit, setup, type StateValue } from 'xstate';
 
 export const defaultNeedsInputTimeoutMs = 5_000;
 export const defaultStaleTimeoutMs = 60_000;
@@ -42,10 +42,14 @@ export interface PtyActivityEmitted {
 export interface PtyActivityContext {
   needsInputTimeoutMs: number;
   staleTimeoutMs: number;
-  /** The state last reported; null before the first. */
-  reported: PtyActivityState | null;
   exitCode: number | null;
   signal: string | null;
+}
+
+/** How the process ended, from `exited` (named, so each transition stays a literal Stately's parser reads). */
+function exitOf({ event }: { event: PtyActivityEvent }) {
+  assertEvent(event, 'exited');
+  return { exitCode: event.exitCode, signal: event.signal };
 }
 
 export const ptyActivityMachine = setup({
@@ -60,16 +64,12 @@ export const ptyActivityMachine = setup({
     staleTimeout: ({ context }) => context.staleTimeoutMs,
   },
   actions: {
-    /** Emits `activity` when the state differs from the one last reported (re-entering running does not). */
-    report: enqueueActions(({ enqueue, context }, params: { state: PtyActivityState }) => {
-      if (context.reported === params.state) return;
-      enqueue.assign({ reported: params.state });
-      enqueue.emit(
-        params.state === 'exited'
-          ? { type: 'activity', state: params.state, exitCode: context.exitCode, signal: context.signal }
-          : { type: 'activity', state: params.state },
-      );
-    }),
+    /** Emits `activity` on entering a state (a re-armed timer re-enters only running's child, unreported). */
+    report: emit(({ context }, params: { state: PtyActivityState }) =>
+      params.state === 'exited'
+        ? { type: 'activity' as const, state: params.state, exitCode: context.exitCode, signal: context.signal }
+        : { type: 'activity' as const, state: params.state },
+    ),
     recordExit: assign({
       exitCode: (_, params: { exitCode: number | null; signal: string | null }) => params.exitCode,
       signal: (_, params: { exitCode: number | null; signal: string | null }) => params.signal,
@@ -82,7 +82,6 @@ export const ptyActivityMachine = setup({
   context: ({ input }) => ({
     needsInputTimeoutMs: input.needsInputTimeoutMs ?? defaultNeedsInputTimeoutMs,
     staleTimeoutMs: input.staleTimeoutMs ?? defaultStaleTimeoutMs,
-    reported: null,
     exitCode: null,
     signal: null,
   }),
@@ -98,23 +97,42 @@ export const ptyActivityMachine = setup({
     starting: {
       description: 'Spawned, nothing printed yet. Typing here changes nothing: the echo, if any, arrives as output.',
       entry: { type: 'report', params: { state: 'starting' } },
-      after: {
-        needsInputTimeout: { target: 'needsInput', description: 'Silent since the spawn: waits for input without a prompt (or starts slowly).' },
+      initial: 'silent',
+      states: {
+        silent: {
+          description: 'The needsInput timer runs from the spawn.',
+          after: {
+            needsInputTimeout: { target: '#ptyActivity.needsInput', description: 'Silent since the spawn: waits for input without a prompt (or starts slowly).' },
+          },
+        },
       },
       on: {
+        restarted: {
+          target: '.silent',
+          actions: 'clearExit',
+          description: 'Replaced before it printed anything: the timer restarts (still starting, not reported again).',
+        },
         output: { target: 'running', description: 'The first output.' },
-        exited: exit('Exited before printing anything.'),
+        exited: { target: '#ptyActivity.exited', actions: { type: 'recordExit', params: exitOf }, description: 'Exited before printing anything.' },
       },
     },
     running: {
       description: 'Output is flowing: each chunk restarts the needsInput timer. Typing does not (a prompt waits while it is typed at).',
       entry: { type: 'report', params: { state: 'running' } },
-      after: {
-        needsInputTimeout: { target: 'needsInput', description: 'No output for needsInputTimeoutMs while the process lives: it waits for input.' },
+      initial: 'flowing',
+      states: {
+        flowing: {
+          description: 'The needsInput timer runs from the last chunk.',
+          after: {
+            needsInputTimeout: { target: '#ptyActivity.needsInput', description: 'No output for needsInputTimeoutMs while the process lives: it waits for input.' },
+          },
+          on: {
+            output: { target: 'flowing', reenter: true, description: 'More output: restart the needsInput timer (running is not re-entered, nor reported again).' },
+          },
+        },
       },
       on: {
-        output: { target: 'running', reenter: true, description: 'More output: restart the needsInput timer.' },
-        exited: exit('The process exited.'),
+        exited: { target: '#ptyActivity.exited', actions: { type: 'recordExit', params: exitOf }, description: 'The process exited.' },
       },
     },
     needsInput: {
@@ -126,7 +144,7 @@ export const ptyActivityMachine = setup({
       on: {
         output: { target: 'running', description: 'It printed again by itself.' },
         input: { target: 'running', description: 'Someone answered: the process is expected to work (needsInput again if it stays silent).' },
-        exited: exit('The process exited while silent.'),
+        exited: { target: '#ptyActivity.exited', actions: { type: 'recordExit', params: exitOf }, description: 'The process exited while silent.' },
       },
     },
     stale: {
@@ -135,7 +153,7 @@ export const ptyActivityMachine = setup({
       on: {
         output: { target: 'running', description: 'It printed again by itself.' },
         input: { target: 'running', description: 'Someone came back and answered.' },
-        exited: exit('The process exited (or was stopped) while stale.'),
+        exited: { target: '#ptyActivity.exited', actions: { type: 'recordExit', params: exitOf }, description: 'The process exited (or was stopped) while stale.' },
       },
     },
     exited: {
@@ -145,14 +163,7 @@ export const ptyActivityMachine = setup({
   },
 });
 
-/** `exited` from a live state: record how, report it. */
-function exit(description: string) {
-  return {
-    target: '#ptyActivity.exited',
-    actions: {
-      type: 'recordExit',
-      params: ({ event }: { event: Extract<PtyActivityEvent, { type: 'exited' }> }) => ({ exitCode: event.exitCode, signal: event.signal }),
-    },
-    description,
-  } as const;
+/** The activity a snapshot's value stands for (`{ running: 'flowing' }` is running). */
+export function activityOf(value: StateValue): PtyActivityState {
+  return (typeof value === 'string' ? value : Object.keys(value)[0]) as PtyActivityState;
 }

@@ -8,7 +8,7 @@
  * `request.settled` (a busy or closed session refuses at once), and the stall policy is a
  * state of its own — cancel the turn, or ask the agent machine to restart the process.
  */
-import { assign, emit, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup } from 'xstate';
+import { assertEvent, assign, emit, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import type { StopReason } from '../core/acp-types.js';
 import { failures, type AgentFailure } from '../core/errors.js';
 import type { AgentFailureReport, RestartRequest } from './agent-events.js';
@@ -50,6 +50,26 @@ function toFailure(error: unknown): SessionFailure {
 
 const asAgentFailure = (failure: SessionFailure): AgentFailure => ({ kind: failure.kind, message: failure.message, stderr: [] });
 
+// Params read from the event, named so that every transition below stays a literal Stately's parser reads.
+function promptRequestOf({ event }: { event: SessionEvent }) {
+  assertEvent(event, 'prompt');
+  return { requestId: event.requestId, kind: 'prompt' as const };
+}
+function turnFailureOf({ event }: { event: SessionEvent }) {
+  assertEvent(event, 'turn.failed');
+  return { failure: event.failure };
+}
+/** A request refused at once: a turn runs (or a resume), session_busy. */
+function sessionBusyAnswer({ context, event }: { context: SessionContext; event: SessionEvent }) {
+  assertEvent(event, ['prompt', 'resume']);
+  return { requestId: event.requestId, result: { ok: false as const, failure: failures.sessionBusy(context.sessionId) } };
+}
+/** A prompt refused at once: the session failed and must be resumed first. */
+function sessionFailedAnswer({ context, event }: { context: SessionContext; event: SessionEvent }) {
+  assertEvent(event, ['prompt', 'resume']);
+  return { requestId: event.requestId, result: { ok: false as const, failure: failures.sessionFailed(context.sessionId) } };
+}
+
 export const sessionMachine = setup({
   types: {
     context: {} as SessionContext,
@@ -70,6 +90,8 @@ export const sessionMachine = setup({
     isLastPendingPermission: ({ context }, params: { requestId: string }) =>
       context.pendingPermissions.length === 1 && context.pendingPermissions[0] === params.requestId,
     wasStoppedOnPurpose: (_, params: { kind: string }) => params.kind === 'stopped',
+    /** An error the agent answered with (not a lost connection): the agent machine classifies it. */
+    agentClassifiesFailure: (_, params: { failure: SessionFailure }) => params.failure.kind === 'auth_required' || params.failure.kind === 'protocol_error',
     stallPolicyIs: ({ context }, params: { policy: StallPolicy }) => context.onStall === params.policy,
   },
   actions: {
@@ -116,10 +138,9 @@ export const sessionMachine = setup({
      * The agent answered the prompt with an error: its agent classifies it (a login or a limit
      * parks the agent, docs/failures.md). A lost process is the agent's own news, not reported.
      */
-    reportTurnFailure: enqueueActions(({ enqueue, self }, params: { failure: SessionFailure }) => {
+    reportTurnFailure: sendParent((_, params: { failure: SessionFailure }) => {
       const { failure } = params;
-      if (!self._parent || (failure.kind !== 'auth_required' && failure.kind !== 'protocol_error')) return;
-      enqueue.sendParent({
+      return {
         type: 'agent.failure',
         phase: 'turn',
         kind: failure.kind,
@@ -127,7 +148,7 @@ export const sessionMachine = setup({
         rpcCode: failure.rpcCode ?? null,
         ...(failure.rpcData !== undefined ? { rpcData: failure.rpcData } : {}),
         ...(failure.at !== undefined ? { at: failure.at } : {}),
-      } satisfies AgentFailureReport);
+      } satisfies AgentFailureReport;
     }),
     /** The agent machine kills the process through its own path; the turn fails with agent_exited. */
     requestAgentRestart: sendParent(({ context }) => ({ type: 'restart', sessionId: context.sessionId }) satisfies RestartRequest),
@@ -158,7 +179,7 @@ export const sessionMachine = setup({
       description: 'Open, no turn yet (or just resumed).',
       entry: [{ type: 'reportStatus', params: { status: 'ready' } }, { type: 'settleRequest', params: { outcome: 'ok' } }],
       on: {
-        prompt: startTurn('session.prompt(): send session/prompt.'),
+        prompt: { target: '#session.prompting', actions: ['countTurn', { type: 'acceptRequest', params: promptRequestOf }], description: 'session.prompt(): send session/prompt.' },
         resume: { actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) }, description: 'Nothing to resume.' },
       },
     },
@@ -178,17 +199,25 @@ export const sessionMachine = setup({
           actions: { type: 'recordStopReason', params: ({ event }) => ({ stopReason: event.stopReason }) },
           description: 'session/prompt answered with a stop reason.',
         },
-        'turn.failed': {
-          target: 'failed',
-          actions: [
-            { type: 'recordFailure', params: ({ event }) => ({ failure: event.failure }) },
-            { type: 'reportTurnFailure', params: ({ event }) => ({ failure: event.failure }) },
-          ],
-          description: 'session/prompt failed or the connection closed; an error answer goes to the agent to classify.',
-        },
+        'turn.failed': [
+          {
+            guard: { type: 'agentClassifiesFailure', params: turnFailureOf },
+            target: 'failed',
+            actions: [
+              { type: 'recordFailure', params: turnFailureOf },
+              { type: 'reportTurnFailure', params: turnFailureOf },
+            ],
+            description: 'session/prompt answered with an error: it goes to the agent to classify (a login or a limit parks the agent, docs/failures.md).',
+          },
+          {
+            target: 'failed',
+            actions: { type: 'recordFailure', params: turnFailureOf },
+            description: 'The connection closed under the turn (or it timed out): the loss is the agent\'s own news.',
+          },
+        ],
         cancel: { actions: 'cancelTurn', description: 'session.cancel() or the prompt\'s signal: session/cancel.' },
-        prompt: refuse('sessionBusy', 'A turn is already running: session_busy.'),
-        resume: refuse('sessionBusy', 'A turn is running: nothing to resume.'),
+        prompt: { actions: { type: 'answerNow', params: sessionBusyAnswer }, description: 'A turn is already running: session_busy.' },
+        resume: { actions: { type: 'answerNow', params: sessionBusyAnswer }, description: 'A turn is running: nothing to resume.' },
         'permission.requested': {
           target: '.awaitingPermission',
           actions: { type: 'addPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
@@ -256,7 +285,7 @@ export const sessionMachine = setup({
       description: 'The last turn ended with a stop reason; ready for the next prompt.',
       entry: [{ type: 'reportStatus', params: { status: 'completed' } }, { type: 'settleRequest', params: { outcome: 'ok' } }],
       on: {
-        prompt: startTurn('The next prompt turn.'),
+        prompt: { target: '#session.prompting', actions: ['countTurn', { type: 'acceptRequest', params: promptRequestOf }], description: 'The next prompt turn.' },
         resume: { actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) }, description: 'Nothing to resume.' },
       },
     },
@@ -264,7 +293,7 @@ export const sessionMachine = setup({
       description: 'The turn failed or the agent died; resumable with session/load when the agent supports it.',
       entry: [{ type: 'reportStatus', params: { status: 'failed' } }, { type: 'settleRequest', params: { outcome: 'failed' } }],
       on: {
-        prompt: refuse('sessionFailed', 'A failed session must be resumed first: session_closed.'),
+        prompt: { actions: { type: 'answerNow', params: sessionFailedAnswer }, description: 'A failed session must be resumed first: session_closed.' },
         resume: [
           {
             guard: { type: 'canResume', params: ({ event }) => ({ canLoad: event.canLoad }) },
@@ -306,8 +335,8 @@ export const sessionMachine = setup({
         },
       },
       on: {
-        prompt: refuse('sessionBusy', 'Still resuming: session_busy.'),
-        resume: refuse('sessionBusy', 'Already resuming.'),
+        prompt: { actions: { type: 'answerNow', params: sessionBusyAnswer }, description: 'Still resuming: session_busy.' },
+        resume: { actions: { type: 'answerNow', params: sessionBusyAnswer }, description: 'Already resuming.' },
       },
     },
     stopped: {
@@ -317,29 +346,3 @@ export const sessionMachine = setup({
     },
   },
 });
-
-/** `prompt` in a state that can take one: the turn begins. */
-function startTurn(description: string) {
-  return {
-    target: '#session.prompting',
-    actions: [
-      'countTurn',
-      { type: 'acceptRequest', params: ({ event }: { event: Extract<SessionEvent, { type: 'prompt' }> }) => ({ requestId: event.requestId, kind: 'prompt' as const }) },
-    ],
-    description,
-  } as const;
-}
-
-/** A request refused at once, with the failure of `reason`. */
-function refuse(reason: 'sessionBusy' | 'sessionFailed', description: string) {
-  return {
-    actions: {
-      type: 'answerNow',
-      params: ({ context, event }: { context: SessionContext; event: Extract<SessionEvent, { requestId: string }> }) => ({
-        requestId: event.requestId,
-        result: { ok: false as const, failure: failures[reason](context.sessionId) },
-      }),
-    },
-    description,
-  } as const;
-}

@@ -10,7 +10,7 @@
  * by this machine when it refuses (unknown agent, agent limit, shutting down), otherwise by
  * the agent (relayed from its `agent.settled` report).
  */
-import { assign, emit, enqueueActions, setup } from 'xstate';
+import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
 import { failures, type AgentFailure, type AuthMethodSummary } from '../core/errors.js';
 import type { FailurePattern } from '../core/failure-class.js';
 import { agentMachine } from './agent.machine.js';
@@ -37,6 +37,8 @@ export interface SupervisorContext {
   agents: Record<string, SupervisedAgent>;
   /** When the automatic restarts of the current window began, all agents together. */
   restartTimes: number[];
+  /** Overloaded: every agent holds its automatic restarts (a new agent starts holding them). */
+  restartsHeld: boolean;
 }
 
 export interface SupervisorInput {
@@ -90,6 +92,18 @@ const isLive = (agent: SupervisedAgent) => liveStatuses.has(agent.status) || age
 const liveAgentCount = (agents: Record<string, SupervisedAgent>) => Object.values(agents).filter(isLive).length;
 const isRegistered = (agents: Record<string, SupervisedAgent>, name: string) => Object.prototype.hasOwnProperty.call(agents, name);
 
+// Params read from the event, named so that every transition below stays a literal Stately's parser reads.
+function agentOf({ event }: { event: AgentCommandEvent | AgentRegistration }) {
+  return { agent: event.agent };
+}
+function commandOf({ event }: { event: AgentCommandEvent }) {
+  return { agent: event.agent, requestId: event.requestId };
+}
+function agentStatusOf({ event }: { event: SupervisorEvent }) {
+  assertEvent(event, 'agent.status');
+  return { agent: event.agent, status: event.status, retrying: event.retrying ?? false };
+}
+
 export const supervisorMachine = setup({
   types: {
     context: {} as SupervisorContext,
@@ -99,7 +113,6 @@ export const supervisorMachine = setup({
   },
   actors: { agent: agentMachine },
   guards: {
-    isNewAgent: ({ context }, params: { agent: string }) => !isRegistered(context.agents, params.agent),
     isUnknownAgent: ({ context }, params: { agent: string }) => !isRegistered(context.agents, params.agent),
     /** One more live process would exceed maxAgents (an agent already live does not count twice). */
     wouldExceedAgentLimit: ({ context }, params: { agent: string }) => {
@@ -107,13 +120,18 @@ export const supervisorMachine = setup({
       if (target && isLive(target)) return false;
       return liveAgentCount(context.agents) >= context.maxAgents;
     },
+    /** An agent's report changes what the supervisor knows of it (its status, or whether it is about to retry). */
+    reportChangesAgent: ({ context }, params: { agent: string; status: AgentStatus; retrying: boolean }) => {
+      const known = context.agents[params.agent];
+      return known !== undefined && (known.status !== params.status || known.retrying !== params.retrying);
+    },
     allAgentsIdle: ({ context }) => Object.values(context.agents).every((agent) => agent.status === 'idle'),
     /** This automatic restart is one more than the supervisor-wide intensity allows. */
     exceedsOverload: ({ context }, params: { at: number }) =>
       restartsWithin(context.restartTimes, context.overload.periodMs, params.at).length >= context.overload.intensity,
   },
   actions: {
-    spawnAgent: enqueueActions(({ enqueue, context, self }, params: AgentRegistration) => {
+    spawnAgent: enqueueActions(({ enqueue, context }, params: AgentRegistration) => {
       enqueue.spawnChild('agent', {
         id: params.agent,
         input: {
@@ -123,27 +141,32 @@ export const supervisorMachine = setup({
           displayName: params.displayName,
           jitterSeed: params.jitterSeed,
           failurePatterns: params.failurePatterns ?? [],
-          restartsHeld: self.getSnapshot().matches({ running: 'overloaded' }),
+          restartsHeld: context.restartsHeld,
         },
       });
       enqueue.assign({ agents: { ...context.agents, [params.agent]: { displayName: params.displayName, status: 'idle', retrying: false } } });
     }),
-    forwardToAgent: enqueueActions(({ enqueue }, params: { agent: string; command: 'ensure' | 'reconnect' | 'stop'; requestId: string }) => {
-      enqueue.sendTo(params.agent, { type: params.command, requestId: params.requestId });
-    }),
-    forwardAuthenticate: enqueueActions(({ enqueue }, params: { agent: string; methodId: string; requestId: string }) => {
-      enqueue.sendTo(params.agent, { type: 'authenticate', methodId: params.methodId, requestId: params.requestId });
+    /** The command, as the agent machine names it, to the agent's actor. */
+    forwardToAgent: enqueueActions(({ enqueue, event }) => {
+      assertEvent(event, ['agent.ensure', 'agent.reconnect', 'agent.stop', 'agent.authenticate']);
+      enqueue.sendTo(
+        event.agent,
+        event.type === 'agent.authenticate'
+          ? { type: 'authenticate', methodId: event.methodId, requestId: event.requestId }
+          : { type: event.type === 'agent.ensure' ? 'ensure' : event.type === 'agent.reconnect' ? 'reconnect' : 'stop', requestId: event.requestId },
+      );
     }),
     recordRestart: assign({
       restartTimes: ({ context }, params: { at: number }) => [...restartsWithin(context.restartTimes, context.overload.periodMs, params.at), params.at],
     }),
     /** Overloaded: every agent holds its automatic restarts; listeners hear why. */
     holdAllRestarts: enqueueActions(({ enqueue, context }) => {
+      enqueue.assign({ restartsHeld: true });
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'restarts.hold' });
       enqueue.emit({ type: 'supervisor:overloaded', restarts: context.restartTimes.length, intensity: context.overload.intensity, periodMs: context.overload.periodMs });
     }),
     releaseAllRestarts: enqueueActions(({ enqueue, context }) => {
-      enqueue.assign({ restartTimes: [] });
+      enqueue.assign({ restartTimes: [], restartsHeld: false });
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'restarts.release' });
       enqueue.emit({ type: 'supervisor:overload_reset' });
     }),
@@ -162,9 +185,9 @@ export const supervisorMachine = setup({
     forceStopAllAgents: enqueueActions(({ enqueue, context }) => {
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'forceStop' });
     }),
+    /** Records an agent's report; a new status goes out as `agent:status` (a change of `retrying` alone does not). */
     recordAgentStatus: enqueueActions(({ enqueue, context }, params: { agent: string; status: AgentStatus; retrying: boolean }) => {
-      const known = context.agents[params.agent];
-      if (!known || (known.status === params.status && known.retrying === params.retrying)) return; // e.g. the initial idle of a new agent
+      const known = context.agents[params.agent]!; // the guard reportChangesAgent checked it
       if (known.status !== params.status) enqueue.emit({ type: 'agent:status', agent: params.agent, status: params.status, previous: known.status });
       enqueue.assign({ agents: { ...context.agents, [params.agent]: { ...known, status: params.status, retrying: params.retrying } } });
     }),
@@ -174,13 +197,17 @@ export const supervisorMachine = setup({
 }).createMachine({
   id: 'supervisor',
   description: 'Owns the agents: one child actor each, the maxAgents limit, shutdown.',
-  context: ({ input }) => ({ maxAgents: input.maxAgents, timings: input.timings, overload: input.overload, agents: {}, restartTimes: [] }),
+  context: ({ input }) => ({ maxAgents: input.maxAgents, timings: input.timings, overload: input.overload, agents: {}, restartTimes: [], restartsHeld: false }),
   initial: 'running',
   on: {
-    'agent.status': {
-      actions: { type: 'recordAgentStatus', params: ({ event }) => ({ agent: event.agent, status: event.status, retrying: event.retrying ?? false }) },
-      description: 'An agent entered a new state.',
-    },
+    'agent.status': [
+      {
+        guard: { type: 'reportChangesAgent', params: agentStatusOf },
+        actions: { type: 'recordAgentStatus', params: agentStatusOf },
+        description: 'An agent entered a new state (or will, or will no longer, restart by itself).',
+      },
+      { description: 'Nothing new (the first idle of a new agent, say).' },
+    ],
     'agent.error': {
       actions: { type: 'relayAgentError', params: ({ event }) => ({ agent: event.agent, failure: event.failure }) },
       description: 'An agent failed; re-emitted as error.',
@@ -221,20 +248,28 @@ export const supervisorMachine = setup({
       },
       on: {
         'agent.register': {
-          guard: { type: 'isNewAgent', params: ({ event }) => ({ agent: event.agent }) },
+          guard: { type: 'isUnknownAgent', params: agentOf },
           actions: { type: 'spawnAgent', params: ({ event }) => event },
-          description: 'Spawn the agent actor (idle).',
+          description: 'Spawn the agent actor (idle; its automatic restarts held if the supervisor is overloaded).',
         },
-        'agent.ensure': startCommand('ensure', 'ensureAgent(): forward to the agent.'),
-        'agent.reconnect': startCommand('reconnect', 'reconnect(): forward to the agent.'),
-        'agent.authenticate': [
-          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refuse('refuseUnknownAgent'), description: 'No such agent.' },
-          {
-            actions: { type: 'forwardAuthenticate', params: ({ event }) => ({ agent: event.agent, methodId: event.methodId, requestId: event.requestId }) },
-            description: 'authenticate(): forward to the agent; answered once it is connected.',
-          },
+        'agent.ensure': [
+          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
+          { guard: { type: 'wouldExceedAgentLimit', params: agentOf }, actions: { type: 'refuseAtAgentLimit', params: commandOf }, description: 'maxAgents live processes already.' },
+          { actions: 'forwardToAgent', description: 'ensureAgent(): forward to the agent.' },
         ],
-        'agent.stop': stopCommand('stop(): forward to the agent; answered once it is idle.'),
+        'agent.reconnect': [
+          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
+          { guard: { type: 'wouldExceedAgentLimit', params: agentOf }, actions: { type: 'refuseAtAgentLimit', params: commandOf }, description: 'maxAgents live processes already.' },
+          { actions: 'forwardToAgent', description: 'reconnect(): forward to the agent.' },
+        ],
+        'agent.authenticate': [
+          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
+          { actions: 'forwardToAgent', description: 'authenticate(): forward to the agent; answered once it is connected.' },
+        ],
+        'agent.stop': [
+          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
+          { actions: 'forwardToAgent', description: 'stop(): forward to the agent; answered once it is idle.' },
+        ],
         shutdown: { target: 'shuttingDown', description: 'shutdown(): stop every agent.' },
       },
     },
@@ -243,10 +278,13 @@ export const supervisorMachine = setup({
       entry: 'stopAllAgents',
       always: { guard: 'allAgentsIdle', target: 'stopped', description: 'Every process has exited.' },
       on: {
-        'agent.ensure': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
-        'agent.reconnect': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
-        'agent.authenticate': { actions: refuse('refuseShuttingDown'), description: 'Refused during shutdown.' },
-        'agent.stop': stopCommand('stop() during shutdown: answered once the agent is idle.'),
+        'agent.ensure': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
+        'agent.reconnect': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
+        'agent.authenticate': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
+        'agent.stop': [
+          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
+          { actions: 'forwardToAgent', description: 'stop() during shutdown: answered once the agent is idle.' },
+        ],
         'shutdown.force': { actions: 'forceStopAllAgents', description: 'shutdown({ force: true }) or a second signal: every agent to SIGKILL now.' },
       },
     },
@@ -256,31 +294,3 @@ export const supervisorMachine = setup({
     },
   },
 });
-
-function agentOf({ event }: { event: AgentCommandEvent }) {
-  return { agent: event.agent };
-}
-
-function refuse(action: 'refuseUnknownAgent' | 'refuseAtAgentLimit' | 'refuseShuttingDown') {
-  return { type: action, params: ({ event }: { event: AgentCommandEvent }) => ({ agent: event.agent, requestId: event.requestId }) } as const;
-}
-
-function forward(command: 'ensure' | 'reconnect' | 'stop') {
-  return { type: 'forwardToAgent', params: ({ event }: { event: AgentCommandEvent }) => ({ agent: event.agent, requestId: event.requestId, command }) } as const;
-}
-
-/** A start: refused for an unknown agent or at the agent limit, else forwarded. */
-function startCommand(command: 'ensure' | 'reconnect', description: string) {
-  return [
-    { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refuse('refuseUnknownAgent'), description: 'No such agent.' },
-    { guard: { type: 'wouldExceedAgentLimit', params: agentOf }, actions: refuse('refuseAtAgentLimit'), description: 'maxAgents live processes already.' },
-    { actions: forward(command), description },
-  ] as const;
-}
-
-function stopCommand(description: string) {
-  return [
-    { guard: { type: 'isUnknownAgent', params: agentOf }, actions: refuse('refuseUnknownAgent'), description: 'No such agent.' },
-    { actions: forward('stop'), description },
-  ] as const;
-}

@@ -6,9 +6,10 @@
 import type { ClientCapabilities, CreateElicitationResponse } from '../core/acp-types.js';
 import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { Clock } from '../core/clock.js';
-import { AcpRequestFailure, acpErrorCodes, type AcpClientHandlers } from '../services/acp-client.service.js';
+import { acpErrorCodes } from '../core/rpc-error.js';
+import { AcpRequestFailure, type AcpClientHandlers } from '../services/acp-client.service.js';
 import { FsRequestError, SandboxViolation } from '../services/fs-sandbox.service.js';
-import { TerminalFailure, TerminalsClosed, UnknownTerminal } from '../services/terminal.service.js';
+import { TerminalFailure, TerminalsClosed, UnknownTerminal } from '../services/terminals/terminal-errors.js';
 import type { EventHub } from '../util/event-hub.js';
 import type { ElicitationBroker } from './elicitation-broker.js';
 import type { PermissionBroker } from './permission-broker.js';

@@ -7,7 +7,7 @@
  */
 import { createActor, type Actor } from 'xstate';
 import type { Clock } from '../core/clock.js';
-import { ptyActivityMachine, type PtyActivityState } from '../machines/pty-activity.machine.js';
+import { activityOf, ptyActivityMachine, type PtyActivityState } from '../machines/pty-activity.machine.js';
 import { PtyScreen } from '../services/pty/pty.service.js';
 import { EventHub } from '../util/event-hub.js';
 
@@ -136,8 +136,7 @@ export class PtyTerminals {
     const terminal = this.terminal(agent);
     return {
       get activity() {
-        const value = terminal.activity.getSnapshot().value;
-        return (typeof value === 'string' ? value : 'starting') as PtyActivityState;
+        return activityOf(terminal.activity.getSnapshot().value);
       },
       get cols() {
         return terminal.screen.cols;

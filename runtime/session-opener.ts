@@ -4,13 +4,13 @@
  */
 import type { ClientConnection, InitializeResponse, McpServer, SessionUpdate } from '../core/acp-types.js';
 import { authRequired, failures, toError, type AgentError } from '../core/errors.js';
+import { isAuthRequired } from '../core/rpc-error.js';
 import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import {
   acpMethods,
-  isAuthRequired,
   reopenMethod,
   sessionRequestExtras,
   toRequestError,
@@ -21,7 +21,8 @@ import {
 } from '../services/acp-client.service.js';
 import type { Containment, ContainmentMechanism } from '../services/containment/containment.js';
 import { FsSandbox } from '../services/fs-sandbox.service.js';
-import { TerminalSet, type ProcessRecord } from '../services/terminal.service.js';
+import type { ProcessRecord } from '../services/terminals/terminal.js';
+import { TerminalSet } from '../services/terminals/terminal-set.js';
 import { abortable } from '../util/abort.js';
 import type { SessionRecord, SessionRegistry } from './session-registry.js';
 import type { Clock } from '../core/clock.js';

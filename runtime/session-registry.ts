@@ -17,7 +17,7 @@ import type { SessionMachineInput, SessionStatus, StallPolicy } from '../machine
 import type { sessionMachine } from '../machines/session.machine.js';
 import type { SweepResult } from '../services/agent-records.service.js';
 import type { FsSandbox } from '../services/fs-sandbox.service.js';
-import type { TerminalSet } from '../services/terminal.service.js';
+import type { TerminalSet } from '../services/terminals/terminal-set.js';
 import { EventHub } from '../util/event-hub.js';
 import { SessionState, stateUpdateKinds, type SessionStateFields } from './session-state.js';
 import type { WorkspaceEvents, WorkspaceLease } from './workspace-registry.js';

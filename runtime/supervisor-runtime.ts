@@ -14,6 +14,7 @@ import { createPromptTurnActor } from '../actors/prompt-turn.actor.js';
 import { toFailurePatterns, type AgentSpec } from '../core/agent-spec.js';
 import { clockNow, type Clock } from '../core/clock.js';
 import { describeError, failures, toError, workspaceFailed, type AgentError } from '../core/errors.js';
+import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
@@ -368,14 +369,12 @@ export class SupervisorRuntime {
    * parks the agent for a login or a limit); the caller's error carries the same class.
    */
   private reportRefusal(agent: string, error: AgentError, cause: unknown): AgentError {
-    const rpc = cause as { code?: unknown; data?: unknown } | null;
     const report = {
       type: 'agent.failure' as const,
       phase: 'session' as const,
       kind: error.kind,
-      detail: `${error.message}${rpc && typeof rpc === 'object' && 'message' in rpc ? ` (${describeError(cause)})` : ''}`,
-      rpcCode: typeof rpc?.code === 'number' ? rpc.code : null,
-      ...(rpc?.data !== undefined ? { rpcData: rpc.data } : {}),
+      detail: `${error.message}${cause && typeof cause === 'object' && 'message' in cause ? ` (${describeError(cause)})` : ''}`,
+      ...rpcErrorDetails(cause),
       at: this.now(),
     };
     const actor = this.agentActor(agent);

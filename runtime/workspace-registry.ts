@@ -5,40 +5,39 @@
  * owner of a directory unless both say `shared: true`; it applies the cleanup strategy when
  * the last owner ends — never while a session of that owner awaited input or a permission
  * when it was stopped (the workspace is kept and `workspace:cleanup_refused` says why) — and
- * it prunes what earlier runs left. The git work itself is services/workspace.service.ts.
+ * it prunes what earlier runs left. The git work itself is services/workspace/.
  */
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { defaultWorkspaceName, describeOwner, type CleanupStrategy, type WorkspaceKind, type WorkspaceOwner, type WorkspaceSpec } from '../core/workspace-spec.js';
+import { archiveWorktree } from '../services/workspace/archive.js';
+import { DirtyWorktreeError, WorkspaceError } from '../services/workspace/git.js';
 import {
-  addWorktree,
-  aheadBehind,
-  DirtyWorktreeError,
-  hasBranch,
-  archiveWorktree,
   hostedElsewhere,
   hostedHere,
   hostIdentity,
+  readWorktreeRecord,
+  readWorktreeRecords,
+  recordedRepo,
+  removeWorktreeRecord,
+  writeWorktreeRecord,
+  type WorktreeRecord,
+} from '../services/workspace/records.js';
+import { StatusWatcher } from '../services/workspace/status-watcher.js';
+import { aheadBehind, workspaceStatus, type StatusSnapshot } from '../services/workspace/status.js';
+import {
+  addWorktree,
+  hasBranch,
   inspectWorktree,
   makeDirectory,
   planWorktree,
   pruneWorktrees,
-  readWorktreeRecord,
-  readWorktreeRecords,
   reattachWorktree,
-  recordedRepo,
   removeWorktree,
-  removeWorktreeRecord,
   repoIdentity,
-  StatusWatcher,
-  WorkspaceError,
-  workspaceStatus,
   worktreePath,
-  writeWorktreeRecord,
   type RepoIdentity,
-  type StatusSnapshot,
-  type WorktreeRecord,
-} from '../services/workspace.service.js';
+} from '../services/workspace/worktree.js';
 
 export { WorkspaceError };
 

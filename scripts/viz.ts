@@ -1,8 +1,8 @@
 /**
  * `npm run viz` — writes visualizations of every machine in `visualizedMachines`
  * (default module `machines/index.ts`) into `visualizations/`:
- * `<name>.stately.json`, `<name>.mmd`, `<name>.svg`, a self-contained `<name>.machine.ts` to paste
- * into the Stately visualizer, and a `README.md` showing them all.
+ * `<name>.stately.json`, `<name>.mmd`, `<name>.svg`, a self-contained `<name>.machine.ts` to import
+ * into the Stately editor ("Import from code"), and a `README.md` showing them all.
  *
  * Usage:
  *   npm run viz                      # regenerate visualizations/ (removes stale files)
@@ -15,7 +15,7 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AnyStateMachine } from 'xstate';
 import { findAnonymousIds, toMermaid, toStatelyJson, toSvg } from './visualize/render.js';
-import { toStandaloneSource } from './visualize/standalone-source.js';
+import { toStandaloneSource, type MachineFiles } from './visualize/standalone-source.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Default machine registry (`machines/index.ts`, imported as `.js` per NodeNext). */
@@ -28,8 +28,22 @@ const FENCE = '```';
 
 /** Options for {@link generateFiles}. */
 export interface GenerateOptions {
-  /** Returns the repository-relative source file of a machine, shown in the README. */
+  /**
+   * Returns the repository-relative source file of a machine, shown in the README and the
+   * self-contained copies; default {@link machineSourceFile}.
+   */
   sourceOf?: (name: string) => string;
+}
+
+/**
+ * The source file of a machine in `visualizedMachines`, by its name there: the name in kebab case
+ * under `machines/` (`agent` → `machines/agent.machine.ts`, `ptyActivity` →
+ * `machines/pty-activity.machine.ts`). `tests/unit/visualizations.test.ts` checks that each file
+ * exists and exports its machine.
+ */
+export function machineSourceFile(name: string): string {
+  const kebab = name.replace(/([a-z0-9])([A-Z])/g, '$1-$2').replace(/([A-Z])([A-Z][a-z])/g, '$1-$2').replace(/_/g, '-').toLowerCase();
+  return `machines/${kebab}.machine.ts`;
 }
 
 /**
@@ -40,8 +54,12 @@ export async function generateFiles(
   machines: Record<string, AnyStateMachine>,
   options: GenerateOptions = {},
 ): Promise<Map<string, string>> {
-  const sourceOf = options.sourceOf ?? ((name: string) => `machines/${name}.machine.ts`);
+  const sourceOf = options.sourceOf ?? machineSourceFile;
   const names = Object.keys(machines).sort();
+  // A child machine's stub names its files when the child is one of `machines` (by id).
+  const byId = new Map<string, MachineFiles>(
+    names.map((n) => [machines[n]!.id, { source: sourceOf(n), standalone: `${n}.machine.ts` }]),
+  );
   const files = new Map<string, string>();
   for (const name of names) {
     if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name)) throw new Error(`Machine name "${name}" is not a safe file name`);
@@ -49,7 +67,7 @@ export async function generateFiles(
     files.set(`${name}.stately.json`, toStatelyJson(machine));
     files.set(`${name}.mmd`, toMermaid(machine));
     files.set(`${name}.svg`, await toSvg(machine));
-    files.set(`${name}.machine.ts`, toStandaloneSource(machine, { name, source: sourceOf(name) }));
+    files.set(`${name}.machine.ts`, toStandaloneSource(machine, { name, source: sourceOf(name), machineFiles: (id) => byId.get(id) }));
   }
   files.set('README.md', renderReadme(names, (n) => files.get(`${n}.mmd`)!, sourceOf));
   return files;
@@ -63,8 +81,8 @@ function renderReadme(names: string[], mermaidOf: (name: string) => string, sour
     '',
     'Diagrams of every XState machine listed in `visualizedMachines` (`machines/index.ts`).',
     'Each machine has a Graphviz SVG (`<name>.svg`), a Mermaid state diagram (`<name>.mmd`),',
-    'its machine config as JSON for Stately (`<name>.stately.json`) and a self-contained copy of the',
-    'machine (`<name>.machine.ts`) to paste into the Stately visualizer.',
+    'its machine config as JSON (`<name>.stately.json`) and a self-contained copy of the machine',
+    '(`<name>.machine.ts`) to import into the Stately editor.',
     '',
     'Regenerate after changing a machine:',
     '',
@@ -75,16 +93,33 @@ function renderReadme(names: string[], mermaidOf: (name: string) => string, sour
     '',
     'The unit test `tests/unit/visualizations.test.ts` fails when these files are out of date, and',
     '`tests/unit/visualizer-sources.test.ts` fails when a `<name>.machine.ts` no longer defines the same',
-    'statechart as the real machine.',
+    "statechart as the real machine, or when Stately's parser finds anything but that one machine in it.",
     '',
-    'To explore a machine interactively, paste all of `<name>.machine.ts` into the Stately visualizer at',
-    'https://stately.ai/viz. Unlike the real `machines/<name>.machine.ts`, it imports nothing but `xstate`:',
-    'states, transitions, guards, actions, delays and actors keep their names, but their implementations',
-    'are stubs (actions do nothing, guards pass, delays are fixed, actors never finish). In Stately Studio',
-    '(https://stately.ai) you can instead use *Import* on a new machine and paste `createMachine(` + the',
-    'contents of `<name>.stately.json` + `)`.',
+    '## Opening a machine in Stately',
     '',
-    ...names.map((n) => `- [${n}](#${n.toLowerCase()})`),
+    'The machines are XState v5 `setup(...).createMachine(...)`; the legacy visualizer (stately.ai/viz)',
+    'runs XState v4 and cannot run them. Use one of:',
+    '',
+    "- **The Stately editor's *Import from code*** (https://stately.ai/editor): create a new machine,",
+    '  choose *Import* (an import overwrites the machine that is open) and paste all of a self-contained',
+    '  `visualizations/<name>.machine.ts`, or of the real source file listed below. The self-contained copy',
+    '  imports only `xstate` and holds exactly one machine: states, transitions, guards, actions, delays',
+    '  and actors keep their names, but their implementations are stubs (actions do nothing, guards pass,',
+    '  delays are fixed, actors never finish; a child machine is callback logic, the real child being',
+    '  another machine file).',
+    '- **The Stately VS Code extension**, "XState VSCode" (publisher statelyai, id',
+    '  `statelyai.stately-vscode`): open the real source file listed below and run *XState: Open Visual',
+    '  Editor* (or the *Open Visual Editor* code lens above the machine). It shows and edits that file in',
+    '  place.',
+    '',
+    "`tests/unit/machine-extractor.test.ts` checks that Stately's parser (`@xstate/machine-extractor`) sees",
+    'every state and transition of the real source files. `<name>.stately.json` also imports, wrapped as',
+    '`createMachine(` + its contents + `)`, but it is the config alone, without `setup()`: actions, guards,',
+    'actors and delays appear only by name (a higher-order guard as one label such as `not(isFatal)`).',
+    '',
+    '| machine | real source (editor import or VS Code) | self-contained copy (editor import) |',
+    '|---|---|---|',
+    ...names.map((n) => `| [${n}](#${n.toLowerCase()}) | \`${sourceOf(n)}\` | [${n}.machine.ts](${n}.machine.ts) |`),
   ];
   for (const name of names) {
     lines.push(
@@ -95,8 +130,9 @@ function renderReadme(names: string[], mermaidOf: (name: string) => string, sour
       '',
       `Source: \`${sourceOf(name)}\` · files: [${name}.svg](${name}.svg), [${name}.mmd](${name}.mmd), [${name}.stately.json](${name}.stately.json), [${name}.machine.ts](${name}.machine.ts)`,
       '',
-      `Open in Stately: paste all of [${name}.machine.ts](${name}.machine.ts) (self-contained) into https://stately.ai/viz,`,
-      `or import \`createMachine(\` + [${name}.stately.json](${name}.stately.json) + \`)\` into Stately Studio.`,
+      `Open in Stately: paste all of [${name}.machine.ts](${name}.machine.ts) (self-contained) or of \`${sourceOf(name)}\` into`,
+      `the Stately editor's *Import from code* (https://stately.ai/editor), or open \`${sourceOf(name)}\` in VS Code`,
+      'with the Stately extension (`statelyai.stately-vscode`) and run *XState: Open Visual Editor*.',
       '',
       `${FENCE}mermaid`,
       mermaidOf(name).trimEnd(),
@@ -166,6 +202,15 @@ async function main(): Promise<number> {
     return 2;
   }
   const machines = await loadMachines(args.module);
+  if (isDefault) {
+    const missing = Object.keys(machines).filter((name) => !existsSync(join(REPO_ROOT, machineSourceFile(name))));
+    if (missing.length > 0) {
+      console.error(
+        missing.map((name) => `visualizedMachines.${name}: ${machineSourceFile(name)} does not exist; name the entry after its file`).join('\n'),
+      );
+      return 2;
+    }
+  }
   const moduleSource = relative(REPO_ROOT, resolve(args.module)).replace(/\\/g, '/').replace(/\.js$/, '.ts');
   const files = await generateFiles(machines, isDefault ? {} : { sourceOf: () => moduleSource });
   for (const [name, machine] of Object.entries(machines)) {

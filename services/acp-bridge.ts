@@ -1,20 +1,19 @@
 /**
  * The agent side of an in-process ACP bridge (docs/stream-json.md, docs/pty.md): newline-
  * delimited JSON-RPC on a pair of streams that the real ACP client connects to as to an
- * agent's stdio. A bridge says how it answers each request and notification; this module does
- * the framing, the answers' shape, the prompt's text and the end of the stream, once for all
- * bridges. Hand-written rather than the SDK's agent app: the SDK stays in
+ * agent's stdio. A bridge says how it starts, cancels and ends a turn of its one session
+ * ({@link openSessionBridge}); this module routes the client's requests, and does the framing,
+ * the answers' shape, the prompt's text and the end of the stream, once for all bridges.
+ * Hand-written rather than the SDK's agent app: the SDK stays in
  * services/acp-client.service.ts, and a bridge serves only the few methods listed here.
  */
 import { PassThrough, type Readable } from 'node:stream';
 import type { ContentBlock } from '../core/acp-types.js';
-
-/** The JSON-RPC and ACP error codes bridges answer with. */
-export const bridgeErrorCodes = { invalidParams: -32602, methodNotFound: -32601, internal: -32603, resourceNotFound: -32002 } as const;
+import { acpErrorCodes } from '../core/rpc-error.js';
 
 type RequestId = string | number;
 
-export interface BridgeHandlers {
+interface BridgeHandlers {
   /** A request of the client's: answer it with `respond` or `fail`, now or later. */
   request(id: RequestId, method: string, params: Record<string, unknown>): void;
   /** A notification of the client's (session/cancel). */
@@ -61,7 +60,7 @@ export class SingleSession {
 
   /** Answers `session/new`: the session's id the first time, a refusal after. */
   answerNew(client: BridgeEndpoint, id: RequestId): void {
-    if (this.opened) return client.fail(id, bridgeErrorCodes.internal, `A ${this.protocol} agent holds one session per process: start another agent for another session`);
+    if (this.opened) return client.fail(id, acpErrorCodes.internalError, `A ${this.protocol} agent holds one session per process: start another agent for another session`);
     this.opened = true;
     client.respond(id, { sessionId: this.sessionId });
   }
@@ -69,13 +68,98 @@ export class SingleSession {
   /** Refuses a request for another session id (true when it did). */
   refusesOther(client: BridgeEndpoint, id: RequestId, params: Record<string, unknown>): boolean {
     if (params.sessionId === this.sessionId) return false;
-    client.fail(id, bridgeErrorCodes.resourceNotFound, `Unknown session ${String(params.sessionId)}`, { sessionId: params.sessionId });
+    client.fail(id, acpErrorCodes.resourceNotFound, `Unknown session ${String(params.sessionId)}`, { sessionId: params.sessionId });
     return true;
   }
 }
 
-/** Opens an endpoint whose client messages go to `handlers`. */
-export function openBridgeEndpoint(handlers: BridgeHandlers): BridgeEndpoint {
+/** The prompt request a one-session bridge is answering: its CLI runs one turn at a time. */
+export interface BridgeTurn {
+  readonly id: RequestId;
+  /** The client sent session/cancel for it (the bridge is told once). */
+  cancelled: boolean;
+}
+
+/** How a one-session bridge serves the client; {@link openSessionBridge} routes the client's messages to it. */
+export interface SessionBridgeRoutes {
+  /** How the agent is named in the `initialize` answer. */
+  agentInfo: { name: string; title: string };
+  /** The one session: `session/new` opens it, prompts for another id are refused, cancels ignored. */
+  session: SingleSession;
+  /** Answers `session/load` (absent: the method is not found, and `initialize` says `loadSession: false`). */
+  load?(id: RequestId, params: Record<string, unknown>): void;
+  /** Starts the turn with the prompt's text (the turn is the bridge's `turn` now); a prompt while one runs is refused. */
+  prompt(text: string): void;
+  /** The client cancelled the running turn (marked cancelled already). */
+  cancel(turn: BridgeTurn): void;
+  /** The client closed its side (the stop ladder's first rung). */
+  clientClosed?(): void;
+}
+
+/** A one-session bridge's end of the connection, and the turn it is answering. */
+export interface SessionBridge {
+  readonly client: BridgeEndpoint;
+  /** The running turn, if any. */
+  readonly turn: BridgeTurn | null;
+  /** Takes the running turn to answer it (null when none runs): a new prompt may start after. */
+  endTurn(): BridgeTurn | null;
+}
+
+/**
+ * Opens an endpoint that routes the client's requests for a bridge of one session:
+ * `initialize`, `session/new`, `session/load` (when the bridge has it), `session/prompt` (one
+ * turn at a time, for its session only) and `session/cancel`; any other method is not found.
+ */
+export function openSessionBridge(routes: SessionBridgeRoutes): SessionBridge {
+  const { session } = routes;
+  /** What the agent can do through a bridge: text prompts, and loading its session when the bridge can. */
+  const initializeResult = {
+    protocolVersion: 1,
+    agentCapabilities: { loadSession: routes.load !== undefined, promptCapabilities: { image: false, audio: false, embeddedContext: false } },
+    agentInfo: { ...routes.agentInfo, version: '1' },
+    authMethods: [],
+  };
+  let turn: BridgeTurn | null = null;
+  const client = openBridgeEndpoint({
+    request(id, method, params) {
+      switch (method) {
+        case 'initialize':
+          return client.respond(id, initializeResult);
+        case 'session/new':
+          return session.answerNew(client, id);
+        case 'session/load':
+          if (!routes.load) break;
+          return routes.load(id, params);
+        case 'session/prompt':
+          if (session.refusesOther(client, id, params)) return;
+          if (turn) return client.fail(id, acpErrorCodes.internalError, 'A turn is already running');
+          turn = { id, cancelled: false };
+          return routes.prompt(promptText(promptOf(params)));
+      }
+      client.fail(id, acpErrorCodes.methodNotFound, `Method not found: ${method}`);
+    },
+    notification(method, params) {
+      if (method !== 'session/cancel' || !turn || turn.cancelled || params.sessionId !== session.sessionId) return;
+      turn.cancelled = true;
+      routes.cancel(turn);
+    },
+    clientClosed: () => routes.clientClosed?.(),
+  });
+  return {
+    client,
+    get turn() {
+      return turn;
+    },
+    endTurn() {
+      const current = turn;
+      turn = null;
+      return current;
+    },
+  };
+}
+
+/** Opens an endpoint whose client messages go to `handlers` (the framing; {@link openSessionBridge} routes them). */
+function openBridgeEndpoint(handlers: BridgeHandlers): BridgeEndpoint {
   const input = new PassThrough();
   const output = new PassThrough();
   let ended = false;
@@ -145,6 +229,6 @@ export function promptText(prompt: readonly ContentBlock[]): string {
 }
 
 /** The prompt blocks of a session/prompt request's params. */
-export function promptOf(params: Record<string, unknown>): ContentBlock[] {
+function promptOf(params: Record<string, unknown>): ContentBlock[] {
   return Array.isArray(params.prompt) ? (params.prompt as ContentBlock[]) : [];
 }

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { AgentError, agentFailure, describeError } from '../core/errors.js';
+import { acpErrorCodes, describeRpcError, isAuthRequired } from '../core/rpc-error.js';
 import { isPlainTextChunk } from '../core/text-chunk.js';
 import { client, ndJsonStream, methods, PROTOCOL_VERSION, RequestError } from '@agentclientprotocol/sdk';
 import type {
@@ -267,15 +268,6 @@ export class AcpRequestFailure extends Error {
   }
 }
 
-/** JSON-RPC codes agentvisor answers with. */
-export const acpErrorCodes = {
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internalError: -32603,
-  authRequired: -32000,
-  resourceNotFound: -32002,
-} as const;
-
 export interface AcpClientOptions {
   /** Capabilities advertised in `initialize`; none by default. */
   clientCapabilities?: ClientCapabilities;
@@ -488,11 +480,6 @@ function isUnknownKindNotification(params: unknown): boolean {
   return typeof update.sessionUpdate === 'string' && update.sessionUpdate !== '' && !knownUpdateKinds.has(update.sessionUpdate);
 }
 
-/** True when `error` is the agent's "authentication required" answer. */
-export function isAuthRequired(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === acpErrorCodes.authRequired;
-}
-
 /**
  * The error a failed ACP request of `agent` rejects with: `agent_exited` when the connection
  * closed under it (the agent died), `auth_required` for the agent's auth error code, else
@@ -503,22 +490,4 @@ export function toRequestError(agent: string, connection: ClientConnection, erro
   if (connection.signal.aborted) return agentFailure('agent_exited', agent, `Agent "${agent}" exited during ${request}`, error);
   const kind = isAuthRequired(error) ? 'auth_required' : 'protocol_error';
   return agentFailure(kind, agent, `${request} failed: ${describeRpcError(error)}`, error);
-}
-
-/**
- * A JSON-RPC error's message with what its `data` says, when that is text: agents put the
- * real reason there ("Internal error" + `data.details`: "Claude Code process exited with code 1").
- */
-export function describeRpcError(error: unknown): string {
-  const message = describeError(error);
-  const data = (error as { data?: unknown } | null)?.data;
-  const said = typeof data === 'string' ? data : textField(data, 'details') ?? textField(data, 'message') ?? textField(data, 'error');
-  if (!said || message.includes(said)) return message;
-  return `${message}: ${said.length > 500 ? `${said.slice(0, 500)}…` : said}`;
-}
-
-function textField(value: unknown, key: string): string | undefined {
-  if (!value || typeof value !== 'object') return undefined;
-  const field = (value as Record<string, unknown>)[key];
-  return typeof field === 'string' && field.trim() ? field.trim() : undefined;
 }

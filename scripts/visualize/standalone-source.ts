@@ -1,13 +1,15 @@
 /**
- * Renders an XState v5 machine as ONE self-contained source file for the Stately visualizer
- * (https://stately.ai/viz): `import { setup, ... } from 'xstate'`, then
+ * Renders an XState v5 machine as ONE self-contained source file for the Stately editor's
+ * "Import from code" (https://stately.ai/editor): `import { setup, ... } from 'xstate'`, then
  * `export const <name>Machine = setup({ actions, guards, actors, delays }).createMachine({ ... })`.
  *
  * Everything is derived from the machine object: the config is the machine's own `config`,
  * printed as a literal in its authored shape and key order, minus what only exists as code
  * (context factories, `input`/`output`/`params` functions). Implementations become stubs under
  * their real names: actions do nothing, guards pass, delays keep a numeric value or become
- * {@link STUB_DELAY_MS}, actors never finish (machines become an empty machine with the same id).
+ * {@link STUB_DELAY_MS}, actors never finish. A child machine is stubbed as callback logic too, with a
+ * comment naming its own file: an empty `createMachine(...)` would be a second machine to Stately's
+ * parser (@xstate/machine-extractor), and the file has to hold exactly one.
  * Higher-order guards are rebuilt with `not`/`and`/`or`/`stateIn`. The result is plain
  * JavaScript (no type annotations), so it also reads as TypeScript. Pure and deterministic.
  */
@@ -24,6 +26,19 @@ export interface StandaloneOptions {
   name: string;
   /** Repository-relative source file of the real machine, named in the header comment. */
   source: string;
+  /**
+   * The files of another machine, by its id: named in the comment on the stub of a child machine
+   * (undefined: a machine that is not visualized, named by its id only).
+   */
+  machineFiles?: (id: string) => MachineFiles | undefined;
+}
+
+/** Where a visualized machine lives. */
+export interface MachineFiles {
+  /** Repository-relative source file of the real machine. */
+  source: string;
+  /** File name of its self-contained copy, in the same folder as this one. */
+  standalone: string;
 }
 
 /** The exported constant of a generated file: `agent` → `agentMachine`, `my-agent` → `myAgentMachine`. */
@@ -33,12 +48,16 @@ export function standaloneExportName(name: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A tiny code model: plain values print as literals, `Code` as-is.
+// A tiny code model: plain values print as literals, `Code` as-is (its comment lines, if any,
+// on the lines above its entry).
 
 class Code {
-  constructor(readonly text: string) {}
+  constructor(
+    readonly text: string,
+    readonly comment: readonly string[] = [],
+  ) {}
 }
-const code = (text: string): Code => new Code(text);
+const code = (text: string, comment: readonly string[] = []): Code => new Code(text, comment);
 
 const quote = (s: string): string =>
   // eslint-disable-next-line no-control-regex -- escaping control characters in a string literal is the point
@@ -48,7 +67,7 @@ const quote = (s: string): string =>
   })}'`;
 const keyText = (k: string): string => (/^[A-Za-z_$][\w$]*$/.test(k) || /^(0|[1-9][0-9]*)$/.test(k) ? k : quote(k));
 
-/** A value as source: one line when it fits in {@link WIDTH} columns, else one entry per line. */
+/** A value as source: one line when it fits in {@link WIDTH} columns and has no comments, else one entry per line. */
 function print(v: unknown, indent: string, column: number): string {
   if (v instanceof Code) return v.text;
   if (typeof v === 'string') return quote(v);
@@ -60,11 +79,13 @@ function print(v: unknown, indent: string, column: number): string {
   if (entries.length === 0) return `${open}${close}`;
   const pad = Array.isArray(v) ? '' : ' ';
   const flat = `${open}${pad}${entries.map(([k, x]) => (k === null ? '' : `${k}: `) + print(x, '', 0)).join(', ')}${pad}${close}`;
-  if (!flat.includes('\n') && column + flat.length <= WIDTH) return flat;
+  const commented = entries.some(([, x]) => x instanceof Code && x.comment.length > 0);
+  if (!commented && !flat.includes('\n') && column + flat.length <= WIDTH) return flat;
   const inner = `${indent}  `;
   const lines = entries.map(([k, x]) => {
     const head = `${inner}${k === null ? '' : `${k}: `}`;
-    return `${head}${print(x, inner, head.length)},`;
+    const comment = x instanceof Code ? x.comment.map((line) => `${inner}// ${line}\n`).join('') : '';
+    return `${comment}${head}${print(x, inner, head.length)},`;
   });
   return `${open}\n${lines.join('\n')}\n${indent}${close}`;
 }
@@ -91,6 +112,8 @@ interface Names {
   actors: Map<string, unknown>;
   delays: Set<string>;
   imports: Set<string>;
+  /** Ids of the child machines stubbed as callback logic. */
+  childMachines: Set<string>;
 }
 
 /** A reference by name (`'x'` or `{ type: 'x', params }`) as written; the name goes into `into`. */
@@ -186,13 +209,24 @@ function invokeCode(inv: unknown, src: string, names: Names): unknown {
 const PROMISE_TRANSITION = String(fromPromise(async () => undefined).transition);
 
 /**
- * A stub of the same kind as the real logic: a machine, a promise, or else a callback (also for
- * observable/transition logic: the closest stub that never finishes).
+ * A stub of the same kind as the real logic where that adds no machine: a promise, or else a
+ * callback (also for observable/transition logic: the closest stub that never finishes). A child
+ * machine is a callback too, never `createMachine(...)`: Stately's parser would show that as a
+ * second, empty machine. A comment says where the real child machine is.
  */
-function actorStub(logic: unknown, names: Names): Code {
+function actorStub(logic: unknown, names: Names, machineFiles: StandaloneOptions['machineFiles']): Code {
   if (isObj(logic) && logic.__xstatenode === true) {
-    names.imports.add('createMachine');
-    return code(`createMachine(${print({ id: (logic as { id: string }).id }, '', 0)})`);
+    const id = (logic as { id: string }).id;
+    const files = machineFiles?.(id);
+    names.childMachines.add(id);
+    names.imports.add('fromCallback');
+    const where = files
+      ? [`Stub: the real \`${id}\` is another machine, ${files.source}`, `(self-contained copy: ${files.standalone}, beside this file).`]
+      : [`Stub: the real \`${id}\` is another machine (not visualized).`];
+    return code('fromCallback(() => {})', [
+      ...where,
+      "Callback logic, not createMachine(), so that this file holds one machine for Stately's parser.",
+    ]);
   }
   if (isObj(logic) && String(logic.transition) === PROMISE_TRANSITION) {
     names.imports.add('fromPromise');
@@ -203,7 +237,7 @@ function actorStub(logic: unknown, names: Names): Code {
 }
 
 /** The `setup({ actions, guards, actors, delays })` argument: a stub per name. */
-function setupCode(machine: AnyStateMachine, names: Names): Record<string, unknown> {
+function setupCode(machine: AnyStateMachine, names: Names, machineFiles: StandaloneOptions['machineFiles']): Record<string, unknown> {
   const impl = machine.implementations as Record<'actions' | 'guards' | 'actors' | 'delays', Record<string, unknown>>;
   // Implementations first, in their own order (some are only used inside other actions, e.g. spawned
   // actors), then names the config references that have no implementation.
@@ -215,7 +249,7 @@ function setupCode(machine: AnyStateMachine, names: Names): Record<string, unkno
   const out: Record<string, unknown> = {
     actions: section(all(impl.actions, names.actions), () => code('() => {}')),
     guards: section(all(impl.guards, names.guards), () => code('() => true')),
-    actors: section([...actors.keys()], (k) => actorStub(actors.get(k), names)),
+    actors: section([...actors.keys()], (k) => actorStub(actors.get(k), names, machineFiles)),
     delays: section(all(impl.delays, names.delays), (k) => (typeof impl.delays[k] === 'number' ? impl.delays[k] : STUB_DELAY_MS)),
   };
   return data(out) as Record<string, unknown>;
@@ -227,12 +261,15 @@ function setupCode(machine: AnyStateMachine, names: Names): Record<string, unkno
  * checks exactly that.
  */
 export function toStandaloneSource(machine: AnyStateMachine, options: StandaloneOptions): string {
-  const names: Names = { actions: new Set(), guards: new Set(), actors: new Map(), delays: new Set(), imports: new Set(['setup']) };
+  const names: Names = { actions: new Set(), guards: new Set(), actors: new Map(), delays: new Set(), imports: new Set(['setup']), childMachines: new Set() };
   const root = rootOf(machine);
   const config = stateCode(root, names);
-  const setup = setupCode(machine, names);
+  const setup = setupCode(machine, names, options.machineFiles);
   const exportName = standaloneExportName(options.name);
   const head = `export const ${exportName} = setup(`;
+  const childNote = names.childMachines.size
+    ? [' * A child machine is callback logic too: the real child is another machine file (see its comment).']
+    : [];
   const contextNote = typeof root.config.context === 'function'
     ? [' * The context is left out: the real machine computes it from its input.']
     : [];
@@ -241,10 +278,12 @@ export function toStandaloneSource(machine: AnyStateMachine, options: Standalone
     ` * Generated by \`npm run viz\` (scripts/viz.ts) from ${options.source}.`,
     ' * Do not edit by hand.',
     ' *',
-    ` * The \`${options.name}\` statechart as one self-contained file: paste all of it into https://stately.ai/viz.`,
-    ' * It imports only xstate. States, transitions, guards, actions, delays and actors keep their real',
-    ' * names; their implementations are stubs: actions do nothing, guards pass, delays are fixed and',
-    ' * actors never finish.',
+    ` * The \`${options.name}\` statechart as one self-contained file holding exactly one machine: paste all`,
+    ' * of it into the Stately editor\'s "Import from code" (https://stately.ai/editor). It imports only',
+    ' * xstate. States, transitions, guards, actions, delays and actors keep their real names; their',
+    ' * implementations are stubs: actions do nothing, guards pass, delays are fixed and actors never',
+    ' * finish.',
+    ...childNote,
     ...contextNote,
     ' */',
     `import { ${[...names.imports].sort().join(', ')} } from 'xstate';`,

@@ -9,7 +9,7 @@
  * session per process (docs/pty.md).
  */
 import type { Readable, Writable } from 'node:stream';
-import { bridgeErrorCodes, openBridgeEndpoint, promptOf, promptText, SingleSession } from '../acp-bridge.js';
+import { openSessionBridge, SingleSession } from '../acp-bridge.js';
 
 export interface PtyBridgeOptions {
   /** The id of the one session this process serves. */
@@ -40,57 +40,33 @@ export function plainText(data: string): string {
   return data.replace(escapeSequences, '');
 }
 
-const initializeResult = {
-  protocolVersion: 1,
-  agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: false } },
-  agentInfo: { name: 'pty', title: 'Interactive CLI (pseudo-terminal)', version: '1' },
-  authMethods: [],
-};
-
 /** Opens the bridge; `feed`, `idle` and `end` come from the PTY and its activity machine. */
 export function openPtyBridge(options: PtyBridgeOptions): PtyBridge {
   const session = new SingleSession(options.sessionId, 'pty');
-  let turn: { id: string | number } | null = null;
-
-  const client = openBridgeEndpoint({
-    request(id, method, params) {
-      switch (method) {
-        case 'initialize':
-          return client.respond(id, initializeResult);
-        case 'session/new':
-          return session.answerNew(client, id);
-        case 'session/prompt':
-          if (session.refusesOther(client, id, params)) return;
-          if (turn) return client.fail(id, bridgeErrorCodes.internal, 'A turn is already running');
-          turn = { id };
-          return options.write(`${promptText(promptOf(params))}\r`);
-        default:
-          return client.fail(id, bridgeErrorCodes.methodNotFound, `Method not found: ${method}`);
-      }
-    },
-    notification(method, params) {
-      // session/cancel: Ctrl-C, as a person at the terminal would; the turn ends cancelled at once.
-      if (method !== 'session/cancel' || !turn || params.sessionId !== options.sessionId) return;
+  const bridge = openSessionBridge({
+    agentInfo: { name: 'pty', title: 'Interactive CLI (pseudo-terminal)' },
+    session,
+    prompt: (text) => options.write(`${text}\r`),
+    // Ctrl-C, as a person at the terminal would; the turn ends cancelled at once.
+    cancel(turn) {
       options.write('\x03');
-      const current = turn;
-      turn = null;
-      client.respond(current.id, { stopReason: 'cancelled' });
+      bridge.endTurn();
+      client.respond(turn.id, { stopReason: 'cancelled' });
     },
   });
+  const { client } = bridge;
 
   return {
     input: client.input,
     output: client.output,
     feed(data) {
-      if (!turn || !session.isOpen) return;
+      if (!bridge.turn || !session.isOpen) return;
       const text = plainText(data);
       if (text !== '') client.notify('session/update', { sessionId: options.sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } });
     },
     idle() {
-      if (!turn) return;
-      const current = turn;
-      turn = null;
-      client.respond(current.id, { stopReason: 'end_turn' });
+      const current = bridge.endTurn();
+      if (current) client.respond(current.id, { stopReason: 'end_turn' });
     },
     end: () => client.end(),
   };

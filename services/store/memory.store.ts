@@ -9,6 +9,7 @@
  */
 import { describeError, storeFailed } from '../../core/errors.js';
 import { entryJson } from './entry-json.js';
+import { retentionLimits } from './retention-limits.js';
 import type { EventEntry, LogEntry, Page, Retention, RetentionRule, Store, StoreWrite, StoredSession, TranscriptKind } from '../../core/store.js';
 
 interface StoredEntry {
@@ -115,11 +116,9 @@ export function createMemoryStore(): Store {
 
   /** Rules in turn, as the SQLite store: age, then count (newest kept), then bytes (newest kept). */
   function pruneSessions(rule: RetentionRule, now: number): void {
-    const maxAgeMs = limit(rule.maxAgeMs);
-    const maxCount = limit(rule.maxCount);
-    const maxBytes = limit(rule.maxBytes);
+    const { maxAgeMs, maxCount, maxBytes } = retentionLimits(rule);
     if (maxAgeMs !== undefined) dropSessions([...sessions.values()].filter((session) => session.updatedAt < now - maxAgeMs));
-    if (maxCount !== undefined) dropSessions(newestSessionsFirst().slice(Math.max(0, Math.floor(maxCount))));
+    if (maxCount !== undefined) dropSessions(newestSessionsFirst().slice(maxCount));
     if (maxBytes !== undefined) {
       const bytes = new Map<string, number>();
       for (const entry of transcript) {
@@ -241,11 +240,6 @@ function sumBytes(entries: readonly StoredEntry[]): number {
   return entries.reduce((total, entry) => total + entry.bytes, 0);
 }
 
-/** A retention limit, when set to a finite number. */
-function limit(value: number | undefined): number | undefined {
-  return value !== undefined && Number.isFinite(value) ? value : undefined;
-}
-
 /** Entries with seq > after that match, oldest first, at most `page.limit` (no limit when it is not finite). */
 function pageOf<T extends StoredEntry>(entries: readonly T[], page: Page, matches: (entry: T) => boolean): T[] {
   const max = Number.isFinite(page.limit) ? Math.max(0, Math.floor(page.limit)) : Infinity;
@@ -267,12 +261,10 @@ function pageOf<T extends StoredEntry>(entries: readonly T[], page: Page, matche
 
 /** What is left of `entries` (oldest first) under `rule`: age, then count, then bytes, the newest kept. */
 function pruneEntries<T extends StoredEntry>(entries: T[], rule: RetentionRule, now: number): T[] {
-  const maxAgeMs = limit(rule.maxAgeMs);
-  const maxCount = limit(rule.maxCount);
-  const maxBytes = limit(rule.maxBytes);
+  const { maxAgeMs, maxCount, maxBytes } = retentionLimits(rule);
   let kept = entries;
   if (maxAgeMs !== undefined) kept = kept.filter((entry) => entry.at >= now - maxAgeMs);
-  if (maxCount !== undefined) kept = kept.slice(Math.max(0, kept.length - Math.max(0, Math.floor(maxCount))));
+  if (maxCount !== undefined) kept = kept.slice(Math.max(0, kept.length - maxCount));
   if (maxBytes !== undefined) {
     let total = 0;
     let first = kept.length;

@@ -14,7 +14,8 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { StopReason } from '../../core/acp-types.js';
-import { bridgeErrorCodes, openBridgeEndpoint, promptOf, promptText, readLines, SingleSession } from '../acp-bridge.js';
+import { acpErrorCodes } from '../../core/rpc-error.js';
+import { openSessionBridge, readLines, SingleSession } from '../acp-bridge.js';
 import { StreamJsonDecoder, userMessageLine, type StreamJsonEvent } from './stream-json.parser.js';
 
 export interface StreamJsonBridgeOptions {
@@ -34,14 +35,6 @@ export interface StreamJsonBridge {
   readonly output: Readable;
 }
 
-/** The `initialize` answer: what a stream-json agent can do through the bridge. */
-const initializeResult = {
-  protocolVersion: 1,
-  agentCapabilities: { loadSession: true, promptCapabilities: { image: false, audio: false, embeddedContext: false } },
-  agentInfo: { name: 'claude-code-stream-json', title: 'Claude Code (stream-json)', version: '1' },
-  authMethods: [],
-};
-
 /** Where an unmapped line is carried in its update's `_meta` (see `unknownUpdate`). */
 export const unknownLineKey = 'agentvisor/unknownLine';
 /** An unmapped line is kept up to this many characters. */
@@ -57,8 +50,6 @@ export function openStreamJsonBridge(child: { stdin: Writable; stdout: Readable 
   const decoder = new StreamJsonDecoder({ partialMessages: options.partialMessages === true });
   const warn = (message: string) => options.onWarning?.(message);
   const session = new SingleSession(options.sessionId, 'stream-json');
-  /** The prompt request in flight (the CLI answers one turn at a time), and whether it was cancelled. */
-  let turn: { id: string | number; cancelled: boolean } | null = null;
   let interrupts = 0;
 
   const toChild = (line: string) => {
@@ -66,41 +57,26 @@ export function openStreamJsonBridge(child: { stdin: Writable; stdout: Readable 
   };
   child.stdin.on('error', () => {}); // EPIPE after the CLI died: its exit is reported by the process actor
 
-  const client = openBridgeEndpoint({
-    request(id, method, params) {
-      switch (method) {
-        case 'initialize':
-          return client.respond(id, initializeResult);
-        case 'session/new':
-          return session.answerNew(client, id);
-        case 'session/load':
-          if (params.sessionId !== options.sessionId) {
-            return client.fail(id, bridgeErrorCodes.resourceNotFound, `This process runs session ${options.sessionId}; ${String(params.sessionId)} is not loaded`, {
-              sessionId: params.sessionId,
-            });
-          }
-          session.open();
-          return client.respond(id, {}); // resumed with --resume: the CLI holds the context, there is nothing to replay
-        case 'session/prompt':
-          if (session.refusesOther(client, id, params)) return;
-          if (turn) return client.fail(id, bridgeErrorCodes.internal, 'A turn is already running');
-          turn = { id, cancelled: false };
-          return toChild(userMessageLine(promptText(promptOf(params))));
-        default:
-          return client.fail(id, bridgeErrorCodes.methodNotFound, `Method not found: ${method}`);
+  const bridge = openSessionBridge({
+    agentInfo: { name: 'claude-code-stream-json', title: 'Claude Code (stream-json)' },
+    session,
+    load(id, params) {
+      if (params.sessionId !== options.sessionId) {
+        return client.fail(id, acpErrorCodes.resourceNotFound, `This process runs session ${options.sessionId}; ${String(params.sessionId)} is not loaded`, {
+          sessionId: params.sessionId,
+        });
       }
+      session.open();
+      client.respond(id, {}); // resumed with --resume: the CLI holds the context, there is nothing to replay
     },
-    notification(method, params) {
-      if (method === 'session/cancel' && turn && params.sessionId === options.sessionId && !turn.cancelled) {
-        turn.cancelled = true;
-        toChild(interruptLine(`agentvisor-interrupt-${++interrupts}`));
-      }
-    },
+    prompt: (text) => toChild(userMessageLine(text)),
+    cancel: () => toChild(interruptLine(`agentvisor-interrupt-${++interrupts}`)),
     // The client closed its side (the stop ladder's first rung): end the CLI's stdin, as EOF does for an ACP agent.
     clientClosed() {
       if (!child.stdin.writableEnded) child.stdin.end();
     },
   });
+  const { client } = bridge;
 
   /**
    * A line the bridge cannot map, as an update a consumer can see: ACP has no "unknown" kind,
@@ -120,23 +96,20 @@ export function openStreamJsonBridge(child: { stdin: Writable; stdout: Readable 
         for (const update of event.updates) client.notify('session/update', { sessionId: options.sessionId, update });
         return;
       case 'result': {
-        const current = turn;
+        const current = bridge.endTurn();
         if (!current) return;
-        turn = null;
         if (current.cancelled) return client.respond(current.id, { stopReason: 'cancelled' satisfies StopReason });
         if (event.isError) {
           const text = [event.resultText, ...(event.errors ?? [])].filter(Boolean).join('; ') || event.subtype;
-          return client.fail(current.id, bridgeErrorCodes.internal, text, { subtype: event.subtype, terminalReason: event.terminalReason ?? null });
+          return client.fail(current.id, acpErrorCodes.internalError, text, { subtype: event.subtype, terminalReason: event.terminalReason ?? null });
         }
         return client.respond(current.id, { stopReason: event.stopReason, ...(event.usage ? { _meta: { usage: event.usage, costUsd: event.costUsd ?? null } } : {}) });
       }
-      case 'error':
-        if (turn) {
-          const current = turn;
-          turn = null;
-          return client.fail(current.id, bridgeErrorCodes.internal, event.message, { code: event.code ?? null });
-        }
+      case 'error': {
+        const current = bridge.endTurn();
+        if (current) return client.fail(current.id, acpErrorCodes.internalError, event.message, { code: event.code ?? null });
         return warn(`stream-json error outside a turn: ${event.message}`);
+      }
       case 'unknown':
         warn(`stream-json line of an unknown type (${event.reason}): ${line.slice(0, 200)}`);
         return unknownUpdate(line, event.reason);

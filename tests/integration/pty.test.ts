@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
-import { ptyActivityMachine, type PtyActivityEmitted, type PtyActivityInput } from '../../machines/pty-activity.machine.js';
+import { activityOf, ptyActivityMachine, type PtyActivityEmitted, type PtyActivityInput } from '../../machines/pty-activity.machine.js';
 import { AgentRecords } from '../../services/agent-records.service.js';
 import { readProcEntry, readProcTable } from '../../services/containment/proc-table.js';
 import { groupIsAlive } from '../../services/process-group.service.js';
@@ -82,7 +82,7 @@ function watch(screen: PtyScreen, input: PtyActivityInput = {}) {
     clock,
     reports,
     states: () => reports.map((report) => report.state),
-    value: () => actor.getSnapshot().value,
+    value: () => activityOf(actor.getSnapshot().value),
     /** Everything printed since the last `mark()`. */
     output: () => output,
     mark: () => void (output = ''),

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSupervisor, type Session, type Supervisor } from '../../index.js';
 import { FsSandbox, SandboxViolation } from '../../services/fs-sandbox.service.js';
-import { TerminalSet } from '../../services/terminal.service.js';
+import { TerminalSet } from '../../services/terminals/terminal-set.js';
 import { collectChunks, command, fixtureSpec } from '../support/real-agents.js';
 import { startSwapper as startSwapperProcess, swapperUnavailable, type Swapper } from '../support/swapper.js';
 

@@ -16,7 +16,8 @@ import { createSupervisor, type ContainmentKind, type Session, type Supervisor }
 import { findCgroupRoot } from '../../services/containment/cgroup.containment.js';
 import { procScanner } from '../../services/containment/proc-tracking.containment.js';
 import { chooseContainment } from '../../services/containment/select.js';
-import { TerminalLimitReached, TerminalSet, TerminalSpawnFailed, TerminalTimeout, terminalDefaults } from '../../services/terminal.service.js';
+import { TerminalLimitReached, TerminalSpawnFailed, TerminalTimeout } from '../../services/terminals/terminal-errors.js';
+import { TerminalSet, terminalDefaults } from '../../services/terminals/terminal-set.js';
 import { eventually, scratch } from '../support/real-agents.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

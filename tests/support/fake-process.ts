@@ -7,6 +7,9 @@ import type { AgentMachineInput, AgentProcessInput, ProcessCommand, ProcessEvent
 import { agentMachine } from '../../machines/agent.machine.js';
 import { defaultRestartPolicy, type RestartPolicy } from '../../machines/policies/backoff.policy.js';
 
+/** An agent machine run on its own has no supervisor to report to: its `notifyParent` does nothing. */
+export const withoutParent = { notifyParent: () => {} };
+
 export interface FakeProcessLog {
   /** How many process actors were started (= spawns). */
   spawns: number;
@@ -48,7 +51,7 @@ export function agentInput(overrides: AgentInputOverrides = {}): AgentMachineInp
 export function startFakeAgent(overrides: AgentInputOverrides = {}) {
   const clock = new SimulatedClock();
   const log: FakeProcessLog = { spawns: 0, alive: 0, commands: [] };
-  const actor = createActor(agentMachine.provide({ actors: { agentProcess: fakeProcessActor(log) } }), {
+  const actor = createActor(agentMachine.provide({ actions: withoutParent, actors: { agentProcess: fakeProcessActor(log) } }), {
     input: agentInput(overrides),
     clock,
   });

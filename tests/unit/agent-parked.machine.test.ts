@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise, SimulatedClock } from 'xstate';
 import { agentMachine } from '../../machines/agent.machine.js';
-import { agentInput, fakeProcessActor, type AgentInputOverrides, type FakeProcessLog } from '../support/fake-process.js';
+import { agentInput, fakeProcessActor, type AgentInputOverrides, type FakeProcessLog, withoutParent } from '../support/fake-process.js';
 
 const initialize = { protocolVersion: 1, agentCapabilities: {}, authMethods: [{ id: 'token', name: 'Token' }] };
 
@@ -15,6 +15,7 @@ function start(overrides: AgentInputOverrides = {}, authenticate: (methodId: str
   const clock = new SimulatedClock();
   const log: FakeProcessLog = { spawns: 0, alive: 0, commands: [] };
   const machine = agentMachine.provide({
+    actions: withoutParent,
     actors: { agentProcess: fakeProcessActor(log), authenticate: fromPromise<void, { agent: string; methodId: string }>(({ input }) => authenticate(input.methodId)) },
   });
   const actor = createActor(machine, { input: agentInput(overrides), clock });

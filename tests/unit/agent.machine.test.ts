@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, getNextSnapshot, initialTransition, transition } from 'xstate';
 import { agentMachine } from '../../machines/agent.machine.js';
-import { agentInput, fakeProcessActor, startFakeAgent } from '../support/fake-process.js';
+import { agentInput, fakeProcessActor, startFakeAgent, withoutParent } from '../support/fake-process.js';
 
 const initialize = { protocolVersion: 1, agentCapabilities: {}, authMethods: [] };
 
 describe('agent machine: pure transitions', () => {
-  const machine = agentMachine.provide({ actors: { agentProcess: fakeProcessActor({ spawns: 0, alive: 0, commands: [] }) } });
+  const machine = agentMachine.provide({ actions: withoutParent, actors: { agentProcess: fakeProcessActor({ spawns: 0, alive: 0, commands: [] }) } });
 
   it('starts idle and spawns the process on ensure', () => {
     const [idle] = initialTransition(machine, agentInput());

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
-import { ptyActivityMachine, type PtyActivityEmitted, type PtyActivityInput } from '../../machines/pty-activity.machine.js';
+import { activityOf, ptyActivityMachine, type PtyActivityEmitted, type PtyActivityInput } from '../../machines/pty-activity.machine.js';
 
 /** How many timeouts the clock still holds (as tests/support/real-agents.ts `pendingTimers`). */
 function pendingTimers(clock: SimulatedClock): number {
@@ -22,7 +22,7 @@ function startActivity(input: PtyActivityInput = {}) {
     clock,
     reports,
     states: () => reports.map((report) => report.state),
-    value: () => actor.getSnapshot().value,
+    value: () => activityOf(actor.getSnapshot().value),
     output: () => actor.send({ type: 'output' }),
     input: () => actor.send({ type: 'input' }),
     exit: (exitCode: number | null, signal: string | null = null) => actor.send({ type: 'exited', exitCode, signal }),

@@ -16,7 +16,13 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
   const clock = new SimulatedClock();
   const turns: FakeTurn[] = [];
   let loads = 0;
+  /** What the session tells its agent machine (it has no parent here). */
+  const toAgent: Array<{ type: string; kind?: string }> = [];
   const machine = sessionMachine.provide({
+    actions: {
+      reportTurnFailure: (_, params: { failure: { kind: string } }) => void toAgent.push({ type: 'agent.failure', kind: params.failure.kind }),
+      requestAgentRestart: () => void toAgent.push({ type: 'restart' }),
+    },
     actors: {
       promptTurn: fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(({ sendBack, receive }) => {
         const turn: FakeTurn = {
@@ -56,7 +62,7 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
     return requestId;
   };
   const answerTo = (requestId: string) => answers.find((answer) => answer.requestId === requestId)?.result;
-  return { actor, clock, turns, statuses, stalls, prompt, answerTo, loads: () => loads, value: () => actor.getSnapshot().value };
+  return { actor, clock, turns, statuses, stalls, toAgent, prompt, answerTo, loads: () => loads, value: () => actor.getSnapshot().value };
 }
 
 const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -156,6 +162,12 @@ describe('session machine', () => {
     expect(session.value()).toBe('failed');
     expect(session.actor.getSnapshot().context.lastError).toEqual({ kind: 'protocol_error', message: 'bad prompt' });
     expect(session.answerTo(request)).toMatchObject({ ok: false, failure: { kind: 'protocol_error', message: 'bad prompt' } });
+    expect(session.toAgent).toEqual([{ type: 'agent.failure', kind: 'protocol_error' }]); // the agent classifies an error answer
+    const closed = startSession();
+    closed.prompt();
+    closed.turns[0]!.fail('agent_exited', 'the connection closed');
+    expect(closed.value()).toBe('failed');
+    expect(closed.toAgent).toEqual([]); // a lost connection is the agent's own news
     const other = startSession();
     const lost = other.prompt();
     other.actor.send({ type: 'agent.lost', kind: 'agent_exited', message: 'Codex exited unexpectedly' });

@@ -6,7 +6,7 @@ import { createMachine, fromPromise, type AnyStateMachine } from 'xstate';
 import { exampleMachine } from '../../scripts/visualize/example.machine.js';
 import { findAnonymousIds, toDot, toMermaid, toStatelyJson, toSvg } from '../../scripts/visualize/render.js';
 import { toStandaloneSource } from '../../scripts/visualize/standalone-source.js';
-import { DEFAULT_OUT_DIR, compareFiles, diffOutDir, generateFiles, staleFiles } from '../../scripts/viz.js';
+import { DEFAULT_OUT_DIR, compareFiles, diffOutDir, generateFiles, machineSourceFile, staleFiles } from '../../scripts/viz.js';
 
 describe('render: example machine', () => {
   const mermaid = toMermaid(exampleMachine);
@@ -110,7 +110,21 @@ describe('viz output files', () => {
     const files = await generateFiles({ example: exampleMachine }, { sourceOf: () => source });
     expect([...files.keys()].sort()).toEqual(['README.md', 'example.machine.ts', 'example.mmd', 'example.stately.json', 'example.svg']);
     expect(files.get('example.machine.ts')).toBe(toStandaloneSource(exampleMachine, { name: 'example', source }));
-    expect(files.get('README.md')).toContain('Open in Stately: paste all of [example.machine.ts](example.machine.ts) (self-contained) into https://stately.ai/viz');
+    const readme = files.get('README.md')!;
+    expect(readme).toContain(
+      `Open in Stately: paste all of [example.machine.ts](example.machine.ts) (self-contained) or of \`${source}\` into\nthe Stately editor's *Import from code* (https://stately.ai/editor)`,
+    );
+    expect(readme).toContain('`statelyai.stately-vscode`');
+    expect(readme).not.toContain('https://stately.ai/viz'); // the legacy visualizer (XState v4) is only named as what not to use
+  });
+
+  it('name each machine source file after its registry name in kebab case', async () => {
+    expect(machineSourceFile('agent')).toBe('machines/agent.machine.ts');
+    expect(machineSourceFile('ptyActivity')).toBe('machines/pty-activity.machine.ts');
+    expect(machineSourceFile('myHTTPMachine_x')).toBe('machines/my-http-machine-x.machine.ts');
+    const files = await generateFiles({ ptyActivity: exampleMachine });
+    expect(files.get('README.md')).toContain('Source: `machines/pty-activity.machine.ts`');
+    expect(files.get('ptyActivity.machine.ts')).toContain('from machines/pty-activity.machine.ts.');
   });
 
   it('report missing and stale <name>.machine.ts files, and leave other files alone', async () => {
@@ -134,6 +148,10 @@ const registry: Record<string, AnyStateMachine> = hasMachines
   ? ((await import(/* @vite-ignore */ machinesUrl.href)) as { visualizedMachines: Record<string, AnyStateMachine> }).visualizedMachines
   : {};
 
+// Generated together: a child machine's stub names the files of the child when it is in the registry.
+let generated: Promise<Map<string, string>> | undefined;
+const generatedFiles = (): Promise<Map<string, string>> => (generated ??= generateFiles(registry));
+
 describe('checked-in visualizations', () => {
   it.skipIf(!hasMachines)('machines/index.ts exports at least one machine', () => {
     expect(Object.keys(registry).length).toBeGreaterThan(0);
@@ -141,19 +159,25 @@ describe('checked-in visualizations', () => {
 
   for (const [name, machine] of Object.entries(registry)) {
     it(`visualizations/${name}.* are up to date`, async () => {
-      const all = await generateFiles({ [name]: machine });
-      const mine = new Map([...all].filter(([file]) => file !== 'README.md'));
+      const mine = new Map([...(await generatedFiles())].filter(([file]) => file.startsWith(`${name}.`)));
       const problems = compareFiles(DEFAULT_OUT_DIR, mine);
       expect(problems, `visualizations are out of date, run npm run viz:\n${problems.join('\n')}`).toEqual([]);
     });
 
     it(`${name} has no auto-generated ids`, () => {
-      expect(findAnonymousIds(machine), `name these in machines/${name}.machine.ts`).toEqual([]);
+      expect(findAnonymousIds(machine), `name these in ${machineSourceFile(name)}`).toEqual([]);
+    });
+
+    it(`${machineSourceFile(name)}, named as ${name}'s source, exists and exports it`, async () => {
+      const url = new URL(`../../${machineSourceFile(name)}`, import.meta.url);
+      expect(existsSync(url), `${machineSourceFile(name)} does not exist: name the visualizedMachines entry after its file`).toBe(true);
+      const mod = (await import(/* @vite-ignore */ url.href)) as Record<string, unknown>;
+      expect(Object.values(mod)).toContain(machine);
     });
   }
 
   it.skipIf(!hasMachines)('visualizations/README.md is up to date and no stale files remain', async () => {
-    const files = await generateFiles(registry);
+    const files = await generatedFiles();
     const problems = [
       ...compareFiles(DEFAULT_OUT_DIR, new Map([['README.md', files.get('README.md')!]])),
       ...staleFiles(DEFAULT_OUT_DIR, files).map((f) => `stale: visualizations/${f}`),

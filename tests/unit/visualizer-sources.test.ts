@@ -1,10 +1,12 @@
 /**
- * The self-contained `visualizations/<name>.machine.ts` files (for https://stately.ai/viz) must
- * define the same statechart as the real machines: each is imported and its normalized
- * `toJSON()` definition compared with the real machine's. The generator itself is checked on the
- * example machine, on a machine using the less common features, and against deliberate edits.
+ * The self-contained `visualizations/<name>.machine.ts` files (for the Stately editor's "Import
+ * from code", https://stately.ai/editor) must define the same statechart as the real machines:
+ * each is imported and its normalized `toJSON()` definition compared with the real machine's, and
+ * Stately's parser (@xstate/machine-extractor) must find exactly that one machine in each. The
+ * generator itself is checked on the example machine, on a machine using the less common
+ * features, and against deliberate edits.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as xstate from 'xstate';
 import { and, assign, createMachine, fromCallback, fromPromise, not, setup, stateIn, type AnyStateMachine } from 'xstate';
@@ -12,6 +14,7 @@ import { exampleMachine } from '../../scripts/visualize/example.machine.js';
 import { toStatelyJson } from '../../scripts/visualize/render.js';
 import { asArray, isObj } from '../../scripts/visualize/statechart.js';
 import { standaloneExportName, toStandaloneSource } from '../../scripts/visualize/standalone-source.js';
+import { countMachinesInSource, extractMachineConfig } from '../support/machine-extractor.js';
 
 type Json = unknown;
 
@@ -193,15 +196,40 @@ describe('standalone source: generator', () => {
     expect(importsOf(text)).toEqual(['xstate']);
     for (const line of [
       "'xstate.invoke.0.odd.a': fromPromise(() => new Promise(() => {})),", // inline logic, named as xstate names it
-      "child: createMachine({ id: 'child' }),",
+      "    // Stub: the real `child` is another machine (not visualized).\n    // Callback logic, not createMachine(), so that this file holds one machine for Stately's parser.\n    child: fromCallback(() => {}),",
       "actions: { say: () => {}, log: () => {}, 'xstate.assign': () => {} },",
       "entry: [{ type: 'xstate.assign' }, { type: 'say' }],", // dynamic params dropped
       "guard: stateIn('#odd.b')",
       'delays: { slow: 1000 }',
       "meta: { note: 'x' },", // the function in meta dropped
     ]) expect(text).toContain(line);
+    expect(text).toContain(' * A child machine is callback logic too: the real child is another machine file (see its comment).');
     const copy = evaluate(text);
     expect(definitionOf(copy)).toEqual(definitionOf(machine));
+    expect(countMachinesInSource(text)).toBe(1);
+  });
+
+  it("names a child machine's files when given them", () => {
+    const child = createMachine({ id: 'child' });
+    const machine = setup({ actors: { kid: child } }).createMachine({ id: 'parent', invoke: { id: 'kid', src: 'kid' } });
+    const text = toStandaloneSource(machine, {
+      name: 'parent',
+      source: 'parent.ts',
+      machineFiles: (id) => (id === 'child' ? { source: 'machines/child.machine.ts', standalone: 'child.machine.ts' } : undefined),
+    });
+    expect(text).toContain(
+      '    // Stub: the real `child` is another machine, machines/child.machine.ts\n    // (self-contained copy: child.machine.ts, beside this file).\n',
+    );
+    expect(text).not.toContain("createMachine({ id: 'child' })");
+    expect(countMachinesInSource(text)).toBe(1);
+  });
+
+  it("Stately's parser finds one machine in the example's copy, and would count an actor stubbed as a machine", () => {
+    expect(countMachinesInSource(source)).toBe(1);
+    expect(extractMachineConfig(source).id).toBe(exampleMachine.id);
+    const withMachineStub = source.replace("import { ", "import { createMachine, ").replace(/^ {2}actors: \{$/m, "  actors: {\n    child: createMachine({ id: 'child' }),");
+    expect(withMachineStub).not.toBe(source);
+    expect(countMachinesInSource(withMachineStub)).toBe(2);
   });
 });
 
@@ -233,4 +261,20 @@ describe('standalone source: checked-in visualizations/<name>.machine.ts', () =>
       expect(definitionOf(copy!), `visualizations/${name}.machine.ts is out of date: run npm run viz`).toEqual(definitionOf(machine));
     });
   }
+});
+
+// What the Stately editor's "Import from code" and the VS Code extension see: every checked-in
+// copy is one machine, with the real machine's id (a child machine stubbed as `createMachine(...)`
+// would be a second, empty one).
+const visualizationsDir = new URL('../../visualizations/', import.meta.url);
+const standaloneFiles = existsSync(visualizationsDir) ? readdirSync(visualizationsDir).filter((f) => f.endsWith('.machine.ts')).sort() : [];
+
+describe("standalone source: checked-in visualizations/*.machine.ts as Stately's parser sees them", () => {
+  it.each(standaloneFiles)('visualizations/%s holds exactly one machine, with the real machine\'s id', (file) => {
+    const machine = registry[file.slice(0, -'.machine.ts'.length)];
+    expect(machine, `visualizations/${file} belongs to no machine in visualizedMachines: run npm run viz`).toBeDefined();
+    const source = readFileSync(new URL(file, visualizationsDir), 'utf8');
+    expect(countMachinesInSource(source), `machines Stately's parser finds in visualizations/${file}`).toBe(1);
+    expect(extractMachineConfig(source).id).toBe(machine!.id);
+  });
 });

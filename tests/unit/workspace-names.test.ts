@@ -1,5 +1,5 @@
 /**
- * Workspace names and specs (core/workspace-spec.ts, services/workspace.service.ts): what a
+ * Workspace names and specs (core/workspace-spec.ts, services/workspace/): what a
  * name may be, so that no name leaves the state directory or reaches git as an option; the
  * default names; the schema's refusals as `invalid_options` naming the field; parsing git's
  * porcelain status.
@@ -8,7 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { validateAgentSpec } from '../../core/agent-spec.js';
 import { defaultWorkspaceName, isValidWorkspaceName, maxWorkspaceNameLength, workspaceNameProblem } from '../../core/workspace-spec.js';
 import { resolvePruneOptions, resolveSessionOptions, resolveOptions } from '../../api/options.js';
-import { gitMessage, parseStatus, worktreePath, WorkspaceError } from '../../services/workspace.service.js';
+import { gitMessage, WorkspaceError } from '../../services/workspace/git.js';
+import { parseStatus } from '../../services/workspace/status.js';
+import { worktreePath } from '../../services/workspace/worktree.js';
 
 const repo = { toplevel: '/work/repo', commonDir: '/work/repo/.git', key: 'repo-0123456789ab' };
 
