@@ -21,9 +21,6 @@ import { spawnPtyProcess, type PtyProcess, type PtyScreen } from '../services/pt
 import { runtimeCommandFor, type RuntimeCommand } from '../services/runtimes/runtimes.js';
 import { openStreamJsonBridge } from '../services/stream-json/stream-json.bridge.js';
 
-/** How long a process whose ACP stream closed may take to exit before it is killed. */
-const streamClosedGraceMs = 1000;
-
 /** A connected agent's live objects, which machine context (plain JSON) cannot hold. */
 export interface LiveConnection {
   agent: string;
@@ -319,7 +316,6 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
   else void proc.agentPid.then((agentPid) => report({ type: 'process.spawned', pid: agentPid ?? pid, containment: proc.containment }));
   const acp = openAcpConnection(launched.input, launched.output, deps.acpOptions?.(agent));
   const { connection } = acp;
-  let closingOnPurpose = false;
   let streamClosed = false;
   let initialized = false;
 
@@ -344,23 +340,15 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     },
   );
 
-  // Stdout closing usually means the process is exiting; if it is still running after a
-  // short grace, it closed its stream but kept running — useless without one, so kill it.
-  let streamGrace: NodeJS.Timeout | undefined;
+  // Stdout closing usually means the process is exiting; the agent machine gives it a grace
+  // on its clock and kills it (`kill` with reason stream_closed) if it is still running.
   void connection.closed.then(() => {
     // A closed connection is useless to callers at once, whatever the process does next.
     deps.connections.remove(agent, connection);
     report({ type: 'process.connectionClosed' });
-    if (closingOnPurpose || !proc.isRunning()) return;
-    streamGrace = setTimeout(() => {
-      if (closingOnPurpose || !proc.isRunning()) return;
-      streamClosed = true;
-      proc.signalGroup('SIGKILL');
-    }, streamClosedGraceMs);
   });
 
   void proc.exited.then(async (exit) => {
-    clearTimeout(streamGrace);
     await launched.onExit?.(exit);
     connection.close();
     deps.connections.remove(agent, connection);
@@ -381,7 +369,6 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     command(command) {
       switch (command.type) {
         case 'closeInput':
-          closingOnPurpose = true;
           connection.close();
           proc.closeInput();
           break;
@@ -391,6 +378,7 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
           else proc.signalGroup('SIGTERM');
           break;
         case 'kill':
+          if (command.reason === 'stream_closed') streamClosed = true;
           // Inside first, the local client last: a `docker exec` client has no signal proxy, and its
           // death would lose the agent's exit status (signalInside always settles, within its timeout).
           if (launched.runtime?.signalInside) void launched.runtime.signalInside('SIGKILL').finally(() => proc.signalGroup('SIGKILL'));
@@ -400,8 +388,6 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     },
     release() {
       released = true;
-      closingOnPurpose = true;
-      clearTimeout(streamGrace);
       deps.connections.remove(agent, connection);
       connection.close();
       // Leader or not, nothing of this group may outlive its actor (a no-op once the leader has

@@ -228,10 +228,22 @@ export class Session implements AsyncIterable<SessionUpdate> {
    * controls is set again where the agent reopened the session with another. Rejects with
    * `not_supported` when the agent can do neither — never a silent fresh session.
    */
-  async resume(options: { signal?: AbortSignal } = {}): Promise<void> {
+  resume(options: { signal?: AbortSignal } = {}): Promise<void> {
+    return this.reopenAs('resume', options.signal);
+  }
+
+  /**
+   * Makes sure the session is open: a failed one is resumed as {@link resume} does; an open
+   * one (or one resuming) is left as it is. The session machine decides.
+   */
+  ensureOpen(options: { signal?: AbortSignal } = {}): Promise<void> {
+    return this.reopenAs('reopen', options.signal);
+  }
+
+  private async reopenAs(type: 'resume' | 'reopen', signal: AbortSignal | undefined): Promise<void> {
     this.actor(); // throws session_closed for a closed session, before any reconnect is tried
-    const canLoad = await this.host.canLoadSessions(this.agent, options.signal);
-    await request(this.actor(), 'request.settled', { type: 'resume', canLoad }, this.agent, { signal: options.signal });
+    const canLoad = await this.host.canLoadSessions(this.agent, signal);
+    await request(this.actor(), 'request.settled', { type, canLoad }, this.agent, { signal });
   }
 
   /** Ends the session: cancels a running turn, kills its terminals, `session/close` when supported. */

@@ -455,7 +455,7 @@ export class Supervisor {
    */
   private async inWorkspace(agent: string, settings: SessionSettings, open: (settings: SessionSettings) => Promise<SessionRecord>): Promise<Session> {
     if (!settings.workspace) return this.sessionFace(await open(settings));
-    if (this.shutdownPromise) throw toError(agent, failures.shuttingDown(agent, 'open a session on'));
+    await this.runtime.command({ type: 'session.admit', agent }); // the supervisor machine refuses during shutdown
     const lease = await this.runtime.sessionWorkspace(agent, settings.workspace);
     const held = () => this.runtime.sessions.all().some((record) => record.resources.workspace === lease);
     try {
@@ -473,8 +473,7 @@ export class Supervisor {
     const handle = await this.ensureAgent(agent, { signal });
     const stored = (await this.runtime.reader.sessions({ agent, sessionId })).length > 0;
     const record = await this.runtime.opener.load(handle, sessionId, { ...settings, cwd: this.sessionCwd(agent, settings), stored });
-    const session = this.sessionFace(record);
-    if (session.status === 'failed') await session.resume({ signal });
+    await this.sessionFace(record).ensureOpen({ signal });
     return record;
   }
 

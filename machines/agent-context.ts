@@ -83,6 +83,8 @@ export type AgentEvent =
   /** authenticate() of a connected agent, run by a child beside the connection (`reauthenticate`): done, or refused. */
   | { type: 'xstate.done.actor.reauthenticate'; output: unknown }
   | { type: 'xstate.error.actor.reauthenticate'; error: unknown }
+  /** Raised by the machine itself, on its clock: the stream closed streamClosedGraceMs ago and the process has not exited. */
+  | { type: 'process.streamClosedGraceElapsed' }
   /** The invoked `authenticate` of a parked agent was refused or lost its connection. */
   | { type: 'xstate.error.actor.authenticate'; error: unknown };
 

@@ -69,6 +69,8 @@ export interface AgentFailureReport {
   rpcData?: unknown;
   /** When it happened (the supervisor's clock, epoch ms); without it, the last known time. */
   at?: number;
+  /** Set by a caller that wants the classification back: the agent emits `failure.classified` with it. */
+  requestId?: string;
 }
 
 /** The supervisor holds automatic restarts while it is overloaded, and releases them when it is reset. */
@@ -116,7 +118,11 @@ export interface AgentProcessInput {
 }
 
 /** Commands the agent machine sends to its process actor: the rungs of the stop ladder. */
-export type ProcessCommand = { type: 'closeInput' } | { type: 'terminate' } | { type: 'kill' };
+export type ProcessCommand =
+  | { type: 'closeInput' }
+  | { type: 'terminate' }
+  /** SIGKILL; `stream_closed`: because it kept running after closing its ACP stream (its exit says so). */
+  | { type: 'kill'; reason?: 'stream_closed' };
 
 /** The answer to one command that carried a `requestId`. */
 export interface CommandSettled {
@@ -145,4 +151,6 @@ export type AgentEmitted =
   | { type: 'status'; agent: string; status: AgentStatus }
   | { type: 'error'; agent: string; failure: AgentFailure }
   | AgentParked
-  | CommandSettled;
+  | CommandSettled
+  /** How the agent classified a reported failure (`agent.failure`), for the caller that reported it. */
+  | { type: 'failure.classified'; requestId: string | null; failure: AgentFailure };

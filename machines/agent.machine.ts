@@ -16,7 +16,7 @@
  * `starting` state (it is the same process once `connected`) and is released with
  * `stopChild`, whose cleanup kills the process group if it is still there.
  */
-import { assertEvent, assign, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup, stopChild } from 'xstate';
+import { assertEvent, assign, cancel, emit, enqueueActions, fromCallback, fromPromise, raise, sendParent, sendTo, setup, stopChild } from 'xstate';
 import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import { failures, type AgentFailure, type CommandResult } from '../core/errors.js';
@@ -63,6 +63,13 @@ const authenticatePlaceholder = fromPromise<void, AuthenticateInput>(() => {
   throw new Error('agentMachine needs the authenticate actor: use .provide({ actors: { authenticate } })');
 });
 
+/**
+ * How long a process whose ACP stream closed (outside a stop) may take to exit before it is
+ * killed: stdout closing usually means the process is exiting; one that closed its stream but
+ * keeps running is useless without it.
+ */
+export const streamClosedGraceMs = 1_000;
+
 /** Whether a session's or a turn's failure parks the agent (`action`), by its class's policy. */
 const failureParks = (context: AgentContext, event: AgentEvent, action: ClassAction) =>
   event.type === 'agent.failure' && policyOf(context, reportedFailure(context, event))?.action === action;
@@ -106,6 +113,7 @@ export const agentMachine = setup({
     shutdownTimeout: ({ context }) => context.shutdownTimeoutMs,
     killTimeout: ({ context }) => context.killTimeoutMs,
     limitWait: ({ context }) => context.parkedWaitMs ?? 0,
+    streamClosedGrace: streamClosedGraceMs,
   },
   guards: {
     /** A loss or a failed automatic attempt may be retried: attempts left, a class that retries, restarts not held. */
@@ -204,6 +212,11 @@ export const agentMachine = setup({
       stopRequests: ({ context }, params: { requestId: string | undefined }) =>
         params.requestId === undefined ? context.stopRequests : [...context.stopRequests, params.requestId],
     }),
+    /** The reported failure as this agent's classifier and patterns see it, to whoever reported it (`failure.classified`). */
+    answerClassification: emit(({ context, event }) => {
+      assertEvent(event, 'agent.failure');
+      return { type: 'failure.classified' as const, requestId: event.requestId ?? null, failure: reportedFailure(context, event) };
+    }),
     /** Answers one command at once (ensure on a connected agent, stop on an idle one). */
     answerNow: enqueueActions(({ enqueue, context }, params: { requestId: string | undefined }) => {
       if (params.requestId !== undefined) settle(enqueue, context, [params.requestId], { ok: true });
@@ -219,6 +232,7 @@ export const agentMachine = setup({
     /** Stops the process actor; its cleanup kills whatever is left of the process group. */
     releaseProcess: enqueueActions(({ enqueue }) => {
       enqueue(stopChild('process'));
+      enqueue(cancel('streamClosedGrace'));
       enqueue.assign({ processRunning: false, connectionOpen: false, pid: null, containment: null, initialize: null });
     }),
     recordSpawn: assign(({ context }, params: { pid: number; containment: ContainmentKind | null; at: number | undefined }) => ({
@@ -267,6 +281,12 @@ export const agentMachine = setup({
     closeProcessInput: sendTo('process', { type: 'closeInput' } satisfies ProcessCommand),
     terminateProcess: sendTo('process', { type: 'terminate' } satisfies ProcessCommand),
     killProcess: sendTo('process', { type: 'kill' } satisfies ProcessCommand),
+    /** The stream closed outside a stop: the process gets streamClosedGraceMs to exit by itself (a timer on the actor's clock). */
+    awaitExitAfterClosedStream: raise({ type: 'process.streamClosedGraceElapsed' }, { delay: 'streamClosedGrace', id: 'streamClosedGrace' }),
+    /** A stop's ladder decides from here: a grace timer from before the stop is moot. */
+    cancelClosedStreamGrace: cancel('streamClosedGrace'),
+    /** Still running streamClosedGraceMs after its stream closed: killed, and its exit says why. */
+    killForClosedStream: sendTo('process', { type: 'kill', reason: 'stream_closed' } satisfies ProcessCommand),
     /**
      * Reports to the supervisor machine that owns this agent. An agent machine run on its own
      * (a test) provides a replacement: it has no parent to tell.
@@ -303,8 +323,16 @@ export const agentMachine = setup({
       description: 'A session was closed: drop its actor.',
     },
     'process.connectionClosed': {
-      actions: 'markConnectionClosed',
-      description: 'The ACP stream closed (connected, or parked with its process): the exit is on its way.',
+      actions: ['markConnectionClosed', 'awaitExitAfterClosedStream'],
+      description: 'The ACP stream closed (connected, or parked with its process): the exit is on its way, or the process is killed after streamClosedGrace.',
+    },
+    'agent.failure': {
+      actions: 'answerClassification',
+      description: 'A failure reported while not connected (a session refused as the agent went away): classified for its reporter, nothing parks.',
+    },
+    'process.streamClosedGraceElapsed': {
+      actions: 'killForClosedStream',
+      description: 'It closed its stream and kept running for streamClosedGraceMs: kill its process group (its exit is reported as stream_closed).',
     },
     'restarts.hold': { actions: 'holdRestarts', description: 'The supervisor is overloaded: no automatic restart until it is reset.' },
     'restarts.release': { actions: 'releaseRestarts', description: 'The supervisor was reset: automatic restarts resume.' },
@@ -417,21 +445,22 @@ export const agentMachine = setup({
         'agent.failure': [
           {
             guard: 'hasPendingAuth',
+            actions: 'answerClassification',
             description: 'authenticate() runs beside the connection: its outcome decides (a refusal rejects its callers; a later failure parks).',
           },
           {
             guard: 'failureParksForAuth',
             target: 'needsAuth',
-            actions: [{ type: 'recordFailure', params: reportedFailureParams }, 'reportFailure'],
+            actions: ['answerClassification', { type: 'recordFailure', params: reportedFailureParams }, 'reportFailure'],
             description: 'A session or a turn was refused for want of a login: park (the process stays, for authenticate()).',
           },
           {
             guard: 'failureParksForLimit',
             target: 'rateLimited',
-            actions: [{ type: 'recordFailure', params: reportedFailureParams }, 'reportFailure'],
+            actions: ['answerClassification', { type: 'recordFailure', params: reportedFailureParams }, 'reportFailure'],
             description: 'A session or a turn hit a usage or rate limit: park until it resets (the process stays).',
           },
-          { description: 'Any other class: the session that failed reports it; the agent stays connected.' },
+          { actions: 'answerClassification', description: 'Any other class: the session that failed reports it; the agent stays connected.' },
         ],
         authenticate: [
           {
@@ -613,7 +642,7 @@ export const agentMachine = setup({
     },
     stopping: {
       description: 'The graceful stop ladder: close ACP and stdin, SIGTERM the group, SIGKILL the group.',
-      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'endSessions', { type: 'settleStarts', params: { outcome: 'stopped' } }],
+      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'cancelClosedStreamGrace', 'endSessions', { type: 'settleStarts', params: { outcome: 'stopped' } }],
       initial: 'checking',
       states: {
         checking: {
@@ -649,6 +678,7 @@ export const agentMachine = setup({
       on: {
         'process.spawned': { actions: { type: 'recordSpawn', params: spawnOf } },
         'process.exited': { target: 'idle', actions: 'releaseProcess', description: 'No process of the group is left.' },
+        'process.connectionClosed': { actions: 'markConnectionClosed', description: 'The ladder closed the stream (or the agent did): the ladder goes on, no other timer.' },
         forceStop: { target: '.killing', description: 'A forced shutdown (a second signal): SIGKILL now, without waiting out the earlier rungs.' },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
         reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },

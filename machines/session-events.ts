@@ -37,6 +37,8 @@ export type SessionEvent =
   | { type: 'prompt'; requestId: string; prompt: ContentBlock[]; meta?: Record<string, unknown> }
   /** session.resume(); `canLoad`: the agent's current connection advertises loadSession or session resume. */
   | { type: 'resume'; requestId: string; canLoad: boolean }
+  /** loadSession() of a session of that id that is already here: resumed if it failed, else answered at once. */
+  | { type: 'reopen'; requestId: string; canLoad: boolean }
   /** session.cancel() or the prompt's AbortSignal: session/cancel for the running turn. */
   | { type: 'cancel' }
   | { type: 'close' }

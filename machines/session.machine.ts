@@ -55,6 +55,19 @@ function promptRequestOf({ event }: { event: SessionEvent }) {
   assertEvent(event, 'prompt');
   return { requestId: event.requestId, kind: 'prompt' as const };
 }
+function canLoadOf({ event }: { event: SessionEvent }) {
+  assertEvent(event, ['resume', 'reopen']);
+  return { canLoad: event.canLoad };
+}
+function resumeRequestOf({ event }: { event: SessionEvent }) {
+  assertEvent(event, ['resume', 'reopen']);
+  return { requestId: event.requestId, kind: 'resume' as const };
+}
+/** A resume refused at once: the agent's connection advertises neither session/load nor session/resume. */
+function cannotLoadAnswer({ context, event }: { context: SessionContext; event: SessionEvent }) {
+  assertEvent(event, ['resume', 'reopen']);
+  return { requestId: event.requestId, result: { ok: false as const, failure: failures.cannotLoadSessions(context.displayName) } };
+}
 function turnFailureOf({ event }: { event: SessionEvent }) {
   assertEvent(event, 'turn.failed');
   return { failure: event.failure };
@@ -160,6 +173,10 @@ export const sessionMachine = setup({
   initial: 'ready',
   on: {
     close: { target: '.stopped', description: 'session.close(): cancel any turn, kill its terminals.' },
+    reopen: {
+      actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) },
+      description: 'loadSession() of a session that is open (or resuming): it is returned as it is.',
+    },
     'agent.lost': [
       {
         guard: { type: 'wasStoppedOnPurpose', params: ({ event }) => ({ kind: event.kind }) },
@@ -296,18 +313,21 @@ export const sessionMachine = setup({
         prompt: { actions: { type: 'answerNow', params: sessionFailedAnswer }, description: 'A failed session must be resumed first: session_closed.' },
         resume: [
           {
-            guard: { type: 'canResume', params: ({ event }) => ({ canLoad: event.canLoad }) },
+            guard: { type: 'canResume', params: canLoadOf },
             target: 'resuming',
-            actions: { type: 'acceptRequest', params: ({ event }) => ({ requestId: event.requestId, kind: 'resume' as const }) },
+            actions: { type: 'acceptRequest', params: resumeRequestOf },
             description: 'session.resume() on a reconnected agent that can load sessions.',
           },
+          { actions: { type: 'answerNow', params: cannotLoadAnswer }, description: 'The agent cannot load sessions: not_supported, never a silent fresh session.' },
+        ],
+        reopen: [
           {
-            actions: {
-              type: 'answerNow',
-              params: ({ context, event }) => ({ requestId: event.requestId, result: { ok: false as const, failure: failures.cannotLoadSessions(context.displayName) } }),
-            },
-            description: 'The agent cannot load sessions: not_supported, never a silent fresh session.',
+            guard: { type: 'canResume', params: canLoadOf },
+            target: 'resuming',
+            actions: { type: 'acceptRequest', params: resumeRequestOf },
+            description: 'loadSession() of this failed session: resumed, as session.resume() does.',
           },
+          { actions: { type: 'answerNow', params: cannotLoadAnswer }, description: 'The agent cannot load sessions (any more): not_supported.' },
         ],
         'agent.lost': [
           {

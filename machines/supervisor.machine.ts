@@ -62,7 +62,9 @@ export type AgentCommandEvent =
   | { type: 'agent.ensure'; agent: string; requestId: string }
   | { type: 'agent.reconnect'; agent: string; requestId: string }
   | { type: 'agent.stop'; agent: string; requestId: string }
-  | { type: 'agent.authenticate'; agent: string; methodId: string; requestId: string };
+  | { type: 'agent.authenticate'; agent: string; methodId: string; requestId: string }
+  /** May a session be opened on this agent now (before its own workspace is made)? */
+  | { type: 'session.admit'; agent: string; requestId: string };
 
 export type SupervisorEvent =
   | AgentRegistration
@@ -178,7 +180,8 @@ export const supervisorMachine = setup({
     // One action per reason, so the diagrams say why a command is refused.
     refuseUnknownAgent: emit((_, params: { agent: string; requestId: string }) => refusal(params, failures.unknownAgent(params.agent))),
     refuseAtAgentLimit: emit(({ context }, params: { agent: string; requestId: string }) => refusal(params, failures.limitReached(params.agent, context.maxAgents))),
-    refuseShuttingDown: emit((_, params: { agent: string; requestId: string }) => refusal(params, failures.shuttingDown(params.agent))),
+    refuseShuttingDown: emit((_, params: { agent: string; requestId: string; doing?: string }) => refusal(params, failures.shuttingDown(params.agent, params.doing))),
+    admit: emit((_, params: { agent: string; requestId: string }): CommandSettled => ({ type: 'command.settled', agent: params.agent, requestId: params.requestId, result: { ok: true } })),
     stopAllAgents: enqueueActions(({ enqueue, context }) => {
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'stop' });
     }),
@@ -270,6 +273,10 @@ export const supervisorMachine = setup({
           { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
           { actions: 'forwardToAgent', description: 'stop(): forward to the agent; answered once it is idle.' },
         ],
+        'session.admit': [
+          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
+          { actions: { type: 'admit', params: commandOf }, description: 'A session may be opened (its own workspace made first).' },
+        ],
         shutdown: { target: 'shuttingDown', description: 'shutdown(): stop every agent.' },
       },
     },
@@ -281,6 +288,10 @@ export const supervisorMachine = setup({
         'agent.ensure': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
         'agent.reconnect': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
         'agent.authenticate': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
+        'session.admit': {
+          actions: { type: 'refuseShuttingDown', params: ({ event }) => ({ ...commandOf({ event }), doing: 'open a session on' }) },
+          description: 'No session is opened during shutdown (no workspace is made for one).',
+        },
         'agent.stop': [
           { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
           { actions: 'forwardToAgent', description: 'stop() during shutdown: answered once the agent is idle.' },

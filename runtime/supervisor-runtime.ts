@@ -13,13 +13,12 @@ import { createLoadSessionActor } from '../actors/load-session.actor.js';
 import { createPromptTurnActor } from '../actors/prompt-turn.actor.js';
 import { toFailurePatterns, type AgentSpec } from '../core/agent-spec.js';
 import { clockNow, type Clock } from '../core/clock.js';
-import { describeError, failures, toError, workspaceFailed, type AgentError } from '../core/errors.js';
+import { describeError, failures, toError, workspaceFailed, type AgentError, type AgentFailure } from '../core/errors.js';
 import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { AgentTimings } from '../machines/agent-events.js';
-import { reportedFailure } from '../machines/agent-context.js';
 import { agentMachine } from '../machines/agent.machine.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import { sessionMachine } from '../machines/session.machine.js';
@@ -123,6 +122,8 @@ export class SupervisorRuntime {
   private readonly now: () => number;
   /** Each stream-json agent's conversation: a restart resumes it; a stop forgets it (docs/stream-json.md). */
   private readonly streamJsonSessions = new Map<string, string>();
+  /** Ids of the failure reports whose classification the agent machine answers. */
+  private classifications = 0;
   /** The terminals of the pty agents (docs/pty.md). */
   readonly ptyTerminals: PtyTerminals;
   /** The authenticate() calls under way: their timeout, cancel and what the agent asked a person to do. */
@@ -379,9 +380,16 @@ export class SupervisorRuntime {
     };
     const actor = this.agentActor(agent);
     if (!actor) return error;
-    const { class: failureClass, retryable, retryAt } = reportedFailure(actor.getSnapshot().context, report);
-    actor.send(report);
-    return failureClass === undefined ? error : error.withClass({ class: failureClass, retryable: retryable ?? false, retryAt: retryAt ?? null });
+    // The agent machine classifies (and parks for a login or a limit); its answer is emitted
+    // while it takes the report, synchronously: nothing else is being processed here.
+    const requestId = `classify-${++this.classifications}`;
+    let classified: AgentFailure | undefined;
+    const answer = actor.on('failure.classified', (event) => {
+      if (event.requestId === requestId) classified = event.failure;
+    });
+    actor.send({ ...report, requestId });
+    answer.unsubscribe();
+    return classified?.class === undefined ? error : error.withClass({ class: classified.class, retryable: classified.retryable ?? false, retryAt: classified.retryAt ?? null });
   }
 
   /** True when `register(name)` would be accepted by the supervisor machine right now. */
@@ -420,7 +428,7 @@ export class SupervisorRuntime {
     if (this.sweeping) return this.sweeping.then(() => this.command(event, options));
     if (this.actor.getSnapshot().status !== 'active') {
       if (event.type === 'agent.stop') return this.has(event.agent) ? Promise.resolve() : Promise.reject(toError(event.agent, failures.unknownAgent(event.agent)));
-      return Promise.reject(toError(event.agent, failures.shuttingDown(event.agent)));
+      return Promise.reject(toError(event.agent, failures.shuttingDown(event.agent, event.type === 'session.admit' ? 'open a session on' : undefined)));
     }
     if (event.type !== 'agent.stop') return request(this.actor, 'command.settled', event, event.agent, options);
     // A stop resolves once the agent is idle and the cleanup of its workspace, and of its

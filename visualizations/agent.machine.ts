@@ -31,6 +31,7 @@ export const agentMachine = setup({
     computeLimitWait: () => {},
     addStartRequest: () => {},
     addStopRequest: () => {},
+    answerClassification: () => {},
     answerNow: () => {},
     settleStops: () => {},
     spawnProcess: () => {},
@@ -51,6 +52,9 @@ export const agentMachine = setup({
     closeProcessInput: () => {},
     terminateProcess: () => {},
     killProcess: () => {},
+    awaitExitAfterClosedStream: () => {},
+    cancelClosedStreamGrace: () => {},
+    killForClosedStream: () => {},
     notifyParent: () => {},
   },
   guards: {
@@ -84,6 +88,7 @@ export const agentMachine = setup({
     shutdownTimeout: 1000,
     killTimeout: 1000,
     limitWait: 1000,
+    streamClosedGrace: 1000,
   },
 }).createMachine({
   id: 'agent',
@@ -95,8 +100,16 @@ export const agentMachine = setup({
       description: 'A session was closed: drop its actor.',
     },
     'process.connectionClosed': {
-      actions: 'markConnectionClosed',
-      description: 'The ACP stream closed (connected, or parked with its process): the exit is on its way.',
+      actions: ['markConnectionClosed', 'awaitExitAfterClosedStream'],
+      description: 'The ACP stream closed (connected, or parked with its process): the exit is on its way, or the process is killed after streamClosedGrace.',
+    },
+    'agent.failure': {
+      actions: 'answerClassification',
+      description: 'A failure reported while not connected (a session refused as the agent went away): classified for its reporter, nothing parks.',
+    },
+    'process.streamClosedGraceElapsed': {
+      actions: 'killForClosedStream',
+      description: 'It closed its stream and kept running for streamClosedGraceMs: kill its process group (its exit is reported as stream_closed).',
     },
     'restarts.hold': {
       actions: 'holdRestarts',
@@ -234,21 +247,23 @@ export const agentMachine = setup({
         'agent.failure': [
           {
             guard: 'hasPendingAuth',
+            actions: 'answerClassification',
             description: 'authenticate() runs beside the connection: its outcome decides (a refusal rejects its callers; a later failure parks).',
           },
           {
             guard: 'failureParksForAuth',
             target: 'needsAuth',
-            actions: [{ type: 'recordFailure' }, 'reportFailure'],
+            actions: ['answerClassification', { type: 'recordFailure' }, 'reportFailure'],
             description: 'A session or a turn was refused for want of a login: park (the process stays, for authenticate()).',
           },
           {
             guard: 'failureParksForLimit',
             target: 'rateLimited',
-            actions: [{ type: 'recordFailure' }, 'reportFailure'],
+            actions: ['answerClassification', { type: 'recordFailure' }, 'reportFailure'],
             description: 'A session or a turn hit a usage or rate limit: park until it resets (the process stays).',
           },
           {
+            actions: 'answerClassification',
             description: 'Any other class: the session that failed reports it; the agent stays connected.',
           },
         ],
@@ -507,6 +522,7 @@ export const agentMachine = setup({
       description: 'The graceful stop ladder: close ACP and stdin, SIGTERM the group, SIGKILL the group.',
       entry: [
         { type: 'reportStatus', params: { status: 'stopping' } },
+        'cancelClosedStreamGrace',
         'endSessions',
         { type: 'settleStarts', params: { outcome: 'stopped' } },
       ],
@@ -559,6 +575,10 @@ export const agentMachine = setup({
           target: 'idle',
           actions: 'releaseProcess',
           description: 'No process of the group is left.',
+        },
+        'process.connectionClosed': {
+          actions: 'markConnectionClosed',
+          description: 'The ladder closed the stream (or the agent did): the ladder goes on, no other timer.',
         },
         forceStop: {
           target: '.killing',

@@ -49,6 +49,10 @@ export const sessionMachine = setup({
       target: '.stopped',
       description: 'session.close(): cancel any turn, kill its terminals.',
     },
+    reopen: {
+      actions: { type: 'answerNow' },
+      description: 'loadSession() of a session that is open (or resuming): it is returned as it is.',
+    },
     'agent.lost': [
       {
         guard: { type: 'wasStoppedOnPurpose' },
@@ -237,6 +241,18 @@ export const sessionMachine = setup({
           {
             actions: { type: 'answerNow' },
             description: 'The agent cannot load sessions: not_supported, never a silent fresh session.',
+          },
+        ],
+        reopen: [
+          {
+            guard: { type: 'canResume' },
+            target: 'resuming',
+            actions: { type: 'acceptRequest' },
+            description: 'loadSession() of this failed session: resumed, as session.resume() does.',
+          },
+          {
+            actions: { type: 'answerNow' },
+            description: 'The agent cannot load sessions (any more): not_supported.',
           },
         ],
         'agent.lost': [

@@ -23,6 +23,7 @@ export const supervisorMachine = setup({
     refuseUnknownAgent: () => {},
     refuseAtAgentLimit: () => {},
     refuseShuttingDown: () => {},
+    admit: () => {},
     stopAllAgents: () => {},
     forceStopAllAgents: () => {},
     recordAgentStatus: () => {},
@@ -157,6 +158,17 @@ export const supervisorMachine = setup({
             description: 'stop(): forward to the agent; answered once it is idle.',
           },
         ],
+        'session.admit': [
+          {
+            guard: { type: 'isUnknownAgent' },
+            actions: { type: 'refuseUnknownAgent' },
+            description: 'No such agent.',
+          },
+          {
+            actions: { type: 'admit' },
+            description: 'A session may be opened (its own workspace made first).',
+          },
+        ],
         shutdown: { target: 'shuttingDown', description: 'shutdown(): stop every agent.' },
       },
     },
@@ -180,6 +192,10 @@ export const supervisorMachine = setup({
         'agent.authenticate': {
           actions: { type: 'refuseShuttingDown' },
           description: 'Refused during shutdown.',
+        },
+        'session.admit': {
+          actions: { type: 'refuseShuttingDown' },
+          description: 'No session is opened during shutdown (no workspace is made for one).',
         },
         'agent.stop': [
           {

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { createSupervisor } from '../../index.js';
+import { streamClosedGraceMs } from '../../machines/agent.machine.js';
 import { agentState, command, eventually, fixtureSpec, isRunning, recordEvents, waitForAgentState, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
@@ -114,6 +115,7 @@ describe('commands that join a start in flight', () => {
     await eventually(() => agentActor.getSnapshot().context.connectionOpen === false, 'the stream to close');
     expect(agentState(env.supervisor, 'fixture'), 'the process still runs').toMatch(/^connected/);
     const joined = outcome(env.supervisor[method]('fixture'));
+    clock.increment(streamClosedGraceMs); // the grace runs on the supervisor's clock
     await waitForAgentState(env.supervisor, 'fixture', 'reconnecting.waiting'); // killed after its grace
     clock.increment(1_000);
     const handle = (await joined) as { ok: { pid: number } };

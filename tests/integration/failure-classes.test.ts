@@ -168,6 +168,20 @@ describe('rate_limited and usage_limit: parked in rateLimited', () => {
     expect(await again.prompt('again')).toBe('end_turn');
   });
 
+  it('a failure reported while the agent is parked is classified for its reporter and leaves the park as it was', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, agents: scripted() });
+    const limited = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    const other = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    await expect(limited.prompt(command({ op: 'fail', message: 'Rate limit reached for requests. Please try again in 10s.' }))).rejects.toMatchObject({ kind: 'protocol_error' });
+    await waitForStatus(env.supervisor, 'fixture', 'rateLimited');
+    const parkedWith = env.supervisor.list()[0]!.lastError;
+    // The process is still there: another session's turn reaches it, and fails for a reason of its own.
+    await expect(other.prompt(command({ op: 'fail', code: -32602, message: 'Invalid params' }))).rejects.toMatchObject({ kind: 'protocol_error' });
+    expect(agentState(env.supervisor, 'fixture')).toBe('rateLimited.waiting');
+    expect(env.supervisor.list()[0]!.lastError).toEqual(parkedWith);
+  });
+
   it('a usage limit with no reset time waits for reconnect(), which takes the live process back', async () => {
     const clock = new SimulatedClock();
     env.supervisor = createSupervisor({ clock, agents: scripted() });

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { AgentError, createSupervisor } from '../../index.js';
+import { streamClosedGraceMs } from '../../machines/agent.machine.js';
 import { agentState, eventually, fixtureSpec, isRunning, recordEvents, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
@@ -124,6 +125,24 @@ describe('connected → disconnected → reconnecting → connected', () => {
       'fixture:reconnecting→connected',
     ]);
     expect(events.errors.map((error) => error.kind)).toEqual(['agent_exited']);
+  });
+
+  it('an agent that closes its ACP stream and keeps running is killed after the stream grace, on the clock', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--close-stdout-after-initialize']) } });
+    const { pid } = await env.supervisor.ensureAgent('fixture');
+    const agentContext = () => env.supervisor!.actor.getSnapshot().children['fixture']!.getSnapshot().context as { connectionOpen: boolean };
+    await eventually(() => !agentContext().connectionOpen, 'the agent to close its stdout');
+    expect(isRunning(pid), 'it keeps running without its stream').toBe(true);
+    clock.increment(streamClosedGraceMs - 1);
+    // Longer than the grace in real time: the grace runs on the supervisor's clock, nothing else kills it.
+    await new Promise((resolve) => setTimeout(resolve, streamClosedGraceMs + 500));
+    expect(isRunning(pid), 'nothing is killed before the grace elapses on the clock').toBe(true);
+    expect(env.supervisor.getStatus('fixture')).toBe('connected');
+    clock.increment(1);
+    await waitForStatus(env.supervisor, 'fixture', 'reconnecting');
+    expect(isRunning(pid)).toBe(false);
+    expect(env.supervisor.list()[0]!.lastError).toMatchObject({ kind: 'agent_exited', signal: 'SIGKILL', detail: expect.stringContaining('its ACP stream closed') });
   });
 
   it('a crash loop stops after maxAttempts and stays disconnected', async () => {

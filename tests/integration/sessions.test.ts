@@ -119,6 +119,23 @@ describe('when the agent dies mid-turn', () => {
     expect(await session.prompt('back again')).toBe('end_turn');
   });
 
+  it('loadSession of a failed session here resumes it (the session machine decides); of an open one returns it as it is', async () => {
+    const clock = new SimulatedClock();
+    const state = env.files.path('state.json');
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--load-session', '--state-file', state]) } });
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    await expect(session.prompt(command({ op: 'die' }))).rejects.toMatchObject({ kind: 'agent_exited' });
+    await waitForStatus(env.supervisor, 'fixture', 'reconnecting');
+    clock.increment(1000);
+    const loaded = await env.supervisor.loadSession('fixture', session.id);
+    expect(loaded.id).toBe(session.id);
+    expect(session.status).toBe('ready');
+    const again = await env.supervisor.loadSession('fixture', session.id);
+    expect(again.id).toBe(session.id);
+    expect(session.status).toBe('ready');
+    expect(await again.prompt('still here')).toBe('end_turn');
+  });
+
   it('an agent without loadSession cannot resume: not_supported, never a silent fresh session', async () => {
     const clock = new SimulatedClock();
     env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });

@@ -278,6 +278,21 @@ describe.skipIf(!hasGit)('sessions in their own workspace', () => {
     expect(await supervisor.workspaces()).toEqual([]);
   });
 
+  it('during shutdown no session is opened and no workspace made for one: the supervisor machine refuses it', async () => {
+    const repo = makeRepo();
+    const supervisor = supervise({ fixture: fixtureSpec() });
+    await supervisor.ensureAgent('fixture'); // its stop ladder keeps the supervisor machine in shuttingDown meanwhile
+    const stopping = supervisor.shutdown();
+    expect(supervisor.actor.getSnapshot().value).toBe('shuttingDown');
+    await expect(supervisor.newSession('fixture', { workspace: worktree(repo) })).rejects.toMatchObject({
+      kind: 'shutting_down',
+      message: expect.stringContaining('Cannot open a session on "fixture"'),
+    });
+    await stopping;
+    expect(worktrees(repo)).toBe(1);
+    expect(branches(repo)).toEqual(['main']);
+  });
+
   it('the same name is refused to a second owner, and shared when both say shared: true', async () => {
     const repo = makeRepo();
     const supervisor = supervise({ a: fixtureSpec([], { workspace: worktree(repo, { name: 'common' }) }), b: fixtureSpec([], { workspace: worktree(repo, { name: 'common' }) }) });

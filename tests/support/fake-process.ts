@@ -15,15 +15,15 @@ export interface FakeProcessLog {
   spawns: number;
   /** How many are currently alive (not stopped). */
   alive: number;
-  /** Every ladder command received, in order. */
-  commands: ProcessCommand['type'][];
+  /** Every ladder command received, in order (a kill with a reason as `kill:<reason>`). */
+  commands: string[];
 }
 
 export function fakeProcessActor(log: FakeProcessLog) {
   return fromCallback<ProcessCommand, AgentProcessInput, ProcessEvent>(({ receive }) => {
     log.spawns += 1;
     log.alive += 1;
-    receive((command) => log.commands.push(command.type));
+    receive((command) => log.commands.push(command.type === 'kill' && command.reason ? `kill:${command.reason}` : command.type));
     return () => {
       log.alive -= 1;
     };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, getNextSnapshot, initialTransition, transition } from 'xstate';
-import { agentMachine } from '../../machines/agent.machine.js';
+import { agentMachine, streamClosedGraceMs } from '../../machines/agent.machine.js';
 import { agentInput, fakeProcessActor, startFakeAgent, withoutParent } from '../support/fake-process.js';
 
 const initialize = { protocolVersion: 1, agentCapabilities: {}, authMethods: [] };
@@ -25,6 +25,51 @@ describe('agent machine: pure transitions', () => {
     expect(connected.value).toEqual({ connected: 'settling' });
     expect(connected.context.pid).toBe(4242);
     expect(connected.context.initialize).toEqual(initialize);
+  });
+
+  it('a stream closed outside a stop: the process is killed after streamClosedGraceMs on the clock, unless it exits or a stop begins', () => {
+    const lingering = startFakeAgent();
+    lingering.actor.send({ type: 'ensure' });
+    lingering.connect();
+    lingering.actor.send({ type: 'process.connectionClosed' });
+    lingering.clock.increment(streamClosedGraceMs - 1);
+    expect(lingering.log.commands).toEqual([]);
+    lingering.clock.increment(1);
+    expect(lingering.log.commands).toEqual(['kill:stream_closed']);
+
+    const exiting = startFakeAgent();
+    exiting.actor.send({ type: 'ensure' });
+    exiting.connect();
+    exiting.actor.send({ type: 'process.connectionClosed' });
+    exiting.crash();
+    exiting.actor.send({ type: 'reconnect' }); // a new process: the old grace must not kill it
+    exiting.connect();
+    exiting.clock.increment(streamClosedGraceMs);
+    expect(exiting.log.commands).toEqual([]);
+
+    const stopped = startFakeAgent();
+    stopped.actor.send({ type: 'ensure' });
+    stopped.connect();
+    stopped.actor.send({ type: 'process.connectionClosed' });
+    stopped.actor.send({ type: 'stop' });
+    stopped.actor.send({ type: 'process.connectionClosed' }); // the ladder closing it again schedules nothing
+    stopped.clock.increment(streamClosedGraceMs);
+    expect(stopped.log.commands).toEqual(['closeInput']);
+  });
+
+  it('answers a reported failure with its classification, connected or not, parking for a login', () => {
+    const agent = startFakeAgent();
+    const answers: Array<{ requestId: string | null; class: unknown }> = [];
+    agent.actor.on('failure.classified', (event) => answers.push({ requestId: event.requestId, class: event.failure.class }));
+    agent.actor.send({ type: 'agent.failure', phase: 'session', kind: 'protocol_error', detail: 'while idle', requestId: 'idle' });
+    agent.actor.send({ type: 'ensure' });
+    agent.connect();
+    agent.actor.send({ type: 'agent.failure', phase: 'session', kind: 'protocol_error', detail: 'Invalid params', rpcCode: -32602, requestId: 'params' });
+    expect(agent.value()).toEqual({ connected: 'settling' });
+    agent.actor.send({ type: 'agent.failure', phase: 'session', kind: 'auth_required', detail: 'Authentication required', rpcCode: -32000, requestId: 'login' });
+    expect(agent.value()).toEqual({ needsAuth: 'waiting' });
+    expect(answers.map((answer) => answer.requestId)).toEqual(['idle', 'params', 'login']);
+    expect(answers[2]!.class).toBe('auth');
   });
 
   it('words a spawn failure for people: not_installed', () => {

@@ -192,6 +192,21 @@ describe('session machine', () => {
     expect(session.answerTo('yes')).toEqual({ ok: true });
   });
 
+  it('reopen (loadSession of a session that is here): an open session answers at once; a failed one resumes, or not_supported', async () => {
+    const session = startSession();
+    session.actor.send({ type: 'reopen', requestId: 'open', canLoad: true });
+    expect(session.answerTo('open')).toEqual({ ok: true });
+    expect(session.loads()).toBe(0);
+    session.actor.send({ type: 'agent.lost', kind: 'agent_exited', message: 'gone' });
+    session.actor.send({ type: 'reopen', requestId: 'no', canLoad: false });
+    expect(session.answerTo('no')).toMatchObject({ ok: false, failure: { kind: 'not_supported' } });
+    session.actor.send({ type: 'reopen', requestId: 'yes', canLoad: true });
+    await flush();
+    expect(session.value()).toBe('ready');
+    expect(session.loads()).toBe(1);
+    expect(session.answerTo('yes')).toEqual({ ok: true });
+  });
+
   it('close and a deliberate stop of the agent end the session; leaving prompting releases the turn', () => {
     const closed = startSession();
     const request = closed.prompt();
