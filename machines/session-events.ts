@@ -44,13 +44,16 @@ export type SessionEvent =
   | { type: 'close' }
   /** At least one `session/update` arrived (coalesced: one event per batch). */
   | { type: 'activity' }
-  | { type: 'permission.requested'; requestId: string }
+  /** A person is asked (a permission, an elicitation): answered, or expired after `timeoutMs` on the session's clock. */
+  | { type: 'permission.requested'; requestId: string; timeoutMs: number }
   | { type: 'permission.settled'; requestId: string }
   /** The agent process is gone: `stopped` when stopped on purpose, else it was lost. */
   | { type: 'agent.lost'; kind: AgentErrorKind; message: string }
   /** What the prompt turn actor reports. */
   | { type: 'turn.completed'; stopReason: StopReason }
-  | { type: 'turn.failed'; failure: SessionFailure };
+  | { type: 'turn.failed'; failure: SessionFailure }
+  /** Raised by the machine itself: nobody answered a question within its timeout. */
+  | { type: 'ask.timedOut'; requestId: string };
 
 export interface PromptTurnInput {
   agent: string;
@@ -74,7 +77,9 @@ export type SessionRequestResult = { ok: true; stopReason?: StopReason } | { ok:
 export type SessionEmitted =
   | { type: 'status'; agent: string; sessionId: string; status: SessionStatus }
   | { type: 'stall'; agent: string; sessionId: string; policy: StallPolicy; stallTimeoutMs: number }
-  | { type: 'request.settled'; requestId: string; result: SessionRequestResult };
+  | { type: 'request.settled'; requestId: string; result: SessionRequestResult }
+  /** Nobody answered the question `requestId` in time: its broker answers it `cancelled`. */
+  | { type: 'ask.expired'; requestId: string };
 
 /** What an agent machine needs to spawn a session child. */
 export interface SessionOpenEvent {

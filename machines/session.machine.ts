@@ -8,7 +8,7 @@
  * `request.settled` (a busy or closed session refuses at once), and the stall policy is a
  * state of its own — cancel the turn, or ask the agent machine to restart the process.
  */
-import { assertEvent, assign, emit, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup } from 'xstate';
+import { assertEvent, assign, cancel, emit, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup } from 'xstate';
 import type { StopReason } from '../core/acp-types.js';
 import { failures, type AgentFailure } from '../core/errors.js';
 import type { AgentFailureReport, RestartRequest } from './agent-events.js';
@@ -49,6 +49,9 @@ function toFailure(error: unknown): SessionFailure {
 }
 
 const asAgentFailure = (failure: SessionFailure): AgentFailure => ({ kind: failure.kind, message: failure.message, stderr: [] });
+
+/** The id of a question's timer (a delayed `ask.timedOut`), to cancel it when the question is answered. */
+const askTimerId = (requestId: string) => `ask:${requestId}`;
 
 // Params read from the event, named so that every transition below stays a literal Stately's parser reads.
 function promptRequestOf({ event }: { event: SessionEvent }) {
@@ -96,6 +99,11 @@ export const sessionMachine = setup({
   },
   delays: {
     stallTimeout: ({ context }) => context.stallTimeoutMs,
+    /** How long a person may take to answer: the broker's timeout for that kind of question. */
+    askTimeout: ({ event }) => {
+      assertEvent(event, 'permission.requested');
+      return event.timeoutMs;
+    },
   },
   guards: {
     /** Decided on the agent's current connection, which may differ from the one the session began on. */
@@ -139,8 +147,28 @@ export const sessionMachine = setup({
     }),
     countTurn: assign({ turns: ({ context }) => context.turns + 1, lastError: null }),
     clearFailure: assign({ lastError: null }),
-    recordStopReason: assign({ lastStopReason: (_, params: { stopReason: StopReason }) => params.stopReason, pendingPermissions: [] }),
-    recordFailure: assign({ lastError: (_, params: { failure: SessionFailure }) => params.failure, pendingPermissions: [] }),
+    recordStopReason: enqueueActions(({ enqueue, context }, params: { stopReason: StopReason }) => {
+      for (const requestId of context.pendingPermissions) enqueue.cancel(askTimerId(requestId));
+      enqueue.assign({ lastStopReason: params.stopReason, pendingPermissions: [] });
+    }),
+    recordFailure: enqueueActions(({ enqueue, context }, params: { failure: SessionFailure }) => {
+      for (const requestId of context.pendingPermissions) enqueue.cancel(askTimerId(requestId));
+      enqueue.assign({ lastError: params.failure, pendingPermissions: [] });
+    }),
+    /** A person is asked: the question expires after askTimeout on this session's clock unless answered first. */
+    scheduleAskTimeout: enqueueActions(({ enqueue, event }) => {
+      assertEvent(event, 'permission.requested');
+      enqueue.raise({ type: 'ask.timedOut', requestId: event.requestId }, { id: askTimerId(event.requestId), delay: 'askTimeout' });
+    }),
+    cancelAskTimeout: cancel(({ event }) => {
+      assertEvent(event, 'permission.settled');
+      return askTimerId(event.requestId);
+    }),
+    /** Nobody answered in time: the broker answers the question `cancelled`, which settles it here too. */
+    expireAsk: emit(({ event }) => {
+      assertEvent(event, 'ask.timedOut');
+      return { type: 'ask.expired' as const, requestId: event.requestId };
+    }),
     addPendingPermission: assign({ pendingPermissions: ({ context }, params: { requestId: string }) => [...context.pendingPermissions, params.requestId] }),
     removePendingPermission: assign({
       pendingPermissions: ({ context }, params: { requestId: string }) => context.pendingPermissions.filter((id) => id !== params.requestId),
@@ -173,6 +201,7 @@ export const sessionMachine = setup({
   initial: 'ready',
   on: {
     close: { target: '.stopped', description: 'session.close(): cancel any turn, kill its terminals.' },
+    'ask.timedOut': { actions: 'expireAsk', description: 'Nobody answered a question within its timeout: its broker answers it cancelled.' },
     reopen: {
       actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) },
       description: 'loadSession() of a session that is open (or resuming): it is returned as it is.',
@@ -237,7 +266,7 @@ export const sessionMachine = setup({
         resume: { actions: { type: 'answerNow', params: sessionBusyAnswer }, description: 'A turn is running: nothing to resume.' },
         'permission.requested': {
           target: '.awaitingPermission',
-          actions: { type: 'addPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
+          actions: [{ type: 'addPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, 'scheduleAskTimeout'],
           description: 'The agent asks for permission (also while stalled).',
         },
       },
@@ -260,17 +289,20 @@ export const sessionMachine = setup({
           entry: { type: 'reportStatus', params: { status: 'awaiting_permission' } },
           on: {
             'permission.requested': {
-              actions: { type: 'addPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
+              actions: [{ type: 'addPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, 'scheduleAskTimeout'],
               description: 'Another request joins the pending ones.',
             },
             'permission.settled': [
               {
                 guard: { type: 'isLastPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
                 target: 'running',
-                actions: { type: 'removePendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
+                actions: [{ type: 'removePendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, 'cancelAskTimeout'],
                 description: 'Every request answered.',
               },
-              { actions: { type: 'removePendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, description: 'One of several answered.' },
+              {
+                actions: [{ type: 'removePendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, 'cancelAskTimeout'],
+                description: 'One of several answered.',
+              },
             ],
           },
         },

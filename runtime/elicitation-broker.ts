@@ -28,8 +28,11 @@ export interface ElicitationBrokerHooks {
   timeoutMs: number;
   /** Delivers an `'ask'` request to the application; false when nobody listens. */
   ask(request: ElicitationRequest): boolean;
-  /** Tells the session machine a person is being asked (not a stall) / is no longer. */
-  pending(agent: string, sessionId: string, requestId: string): void;
+  /**
+   * Tells the session machine a person is being asked (not a stall), to expire after
+   * `timeoutMs`; false when no session machine takes it (then the broker times it).
+   */
+  pending(agent: string, sessionId: string, requestId: string, timeoutMs: number): boolean;
   settled(agent: string, sessionId: string, requestId: string): void;
   /** Hears a session's request and its answer (the store's transcript). */
   journal?: {
@@ -57,9 +60,9 @@ export class ElicitationBroker {
       this.hooks.journal?.answered(agent, sessionId, requestId, answer);
     });
     if (sessionId !== null) {
-      this.hooks.pending(agent, sessionId, ask.id);
+      if (!this.hooks.pending(agent, sessionId, ask.id, this.hooks.timeoutMs)) ask.bound();
       this.hooks.journal?.requested(ask.id, { ...view, sessionId });
-    }
+    } else ask.bound(); // request-scoped: no session machine to time it
     // A mode this client does not know (the schema lets agents name their own) is declined, like any under 'decline'.
     if (policy === 'decline' || !knownModes.has((params as { mode?: unknown }).mode)) {
       ask.settle(declined);
@@ -86,6 +89,11 @@ export class ElicitationBroker {
       if (!heard) ask.settle(declined); // nobody listens: decline at once, never leave the agent waiting
     }
     return ask.answer;
+  }
+
+  /** Answers `cancel` to the request `requestId` if it is still pending (its session machine's timeout elapsed). */
+  expire(requestId: string): void {
+    this.asks.expire(requestId);
   }
 
   /** Answers `cancel` to every pending request of one session (its turn was cancelled). */

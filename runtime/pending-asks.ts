@@ -2,8 +2,10 @@
  * The questions an agent is waiting on a person for — permission requests, elicitations —
  * each answered exactly once: by its policy or the person, or `cancelled` when its turn is
  * cancelled, its request is aborted (the connection closed, `$/cancel_request`), or nobody
- * answered within the timeout on the supervisor's clock. The brokers decide what to ask and
- * how to check an answer; this is what they share.
+ * answered within the timeout. The timeout is the session machine's (`askTimeout`, it
+ * `expire()`s the question); a question no session machine holds — a session agentvisor does
+ * not supervise, a request-scoped elicitation — is `bound()` here, on the supervisor's clock.
+ * The brokers decide what to ask and how to check an answer; this is what they share.
  */
 import type { Clock } from '../core/clock.js';
 
@@ -16,6 +18,8 @@ export interface PendingAsk<Answer> {
   readonly done: boolean;
   /** Resolves with the answer, however it came. */
   readonly answer: Promise<Answer>;
+  /** Answers it `cancelled` after the timeout on the supervisor's clock (when no session machine times it). */
+  bound(): void;
 }
 
 export class PendingAsks<Answer> {
@@ -34,8 +38,8 @@ export class PendingAsks<Answer> {
   ) {}
 
   /**
-   * Opens a question of `group` (its session), bounded by `signal` and the timeout;
-   * `onSettled` runs once, with the answer, before `answer` resolves.
+   * Opens a question of `group` (its session), bounded by `signal` (and by its timeout, see
+   * the module's comment); `onSettled` runs once, with the answer, before `answer` resolves.
    */
   ask(group: string, signal: AbortSignal, onSettled: (id: string, answer: Answer) => void): PendingAsk<Answer> {
     const { clock, timeoutMs, cancelled } = this.options;
@@ -44,11 +48,11 @@ export class PendingAsks<Answer> {
     let resolveAnswer!: (answer: Answer) => void;
     const answer = new Promise<Answer>((resolve) => (resolveAnswer = resolve));
     const onAbort = () => settle(cancelled);
-    const timer = clock.setTimeout(onAbort, timeoutMs);
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
     const settle = (given: Answer) => {
       if (done) return;
       done = true;
-      clock.clearTimeout(timer);
+      if (timer !== undefined) clock.clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
       this.open.delete(id);
       onSettled(id, given);
@@ -60,10 +64,18 @@ export class PendingAsks<Answer> {
       id,
       settle,
       answer,
+      bound() {
+        if (!done && timer === undefined) timer = clock.setTimeout(onAbort, timeoutMs);
+      },
       get done() {
         return done;
       },
     };
+  }
+
+  /** Answers `cancelled` to the question `id` if it is still open (its session machine's timeout elapsed). */
+  expire(id: string): void {
+    this.open.get(id)?.settle(this.options.cancelled);
   }
 
   /** Answers `cancelled` to every open question of `group` (its turn was cancelled). */

@@ -1,8 +1,9 @@
 /**
  * Answers the agent's `session/request_permission` by policy: ask the application, allow,
  * deny, or a function of the request. A request nobody answers within
- * `permissionTimeoutMs` (on the supervisor's clock) is answered `cancelled`, and so is every
- * pending request of a turn that is cancelled.
+ * `permissionTimeoutMs` is answered `cancelled` (the session machine times it, or this broker
+ * on the supervisor's clock when no session machine holds it), and so is every pending
+ * request of a turn that is cancelled.
  */
 import type { RequestPermissionRequest, RequestPermissionResponse } from '../core/acp-types.js';
 import type { Clock } from '../core/clock.js';
@@ -16,8 +17,11 @@ export interface PermissionBrokerHooks {
   timeoutMs: number;
   /** Delivers an `'ask'` request to the application; false when nobody listens. */
   ask(request: PermissionRequest): boolean;
-  /** Tells the session machine a request is pending / settled. */
-  pending(agent: string, sessionId: string, requestId: string): void;
+  /**
+   * Tells the session machine a request is pending, to expire after `timeoutMs`; false when no
+   * session machine takes it (then the broker times it).
+   */
+  pending(agent: string, sessionId: string, requestId: string, timeoutMs: number): boolean;
   settled(agent: string, sessionId: string, requestId: string): void;
   /** Hears each request as it arrives and each answer as it is given (the store's transcript). */
   journal?: {
@@ -44,7 +48,7 @@ export class PermissionBroker {
     const choose = (optionId: string | undefined) =>
       ask.settle(optionId !== undefined && validIds.has(optionId) ? { outcome: { outcome: 'selected', optionId } } : cancelled);
 
-    this.hooks.pending(agent, params.sessionId, ask.id);
+    if (!this.hooks.pending(agent, params.sessionId, ask.id, this.hooks.timeoutMs)) ask.bound();
     const view = { agent, sessionId: params.sessionId, toolCall: params.toolCall, options: params.options };
     this.hooks.journal?.requested(ask.id, view);
 
@@ -58,6 +62,11 @@ export class PermissionBroker {
       if (!heard) ask.settle(cancelled); // nobody listens: do not leave the agent waiting for minutes
     }
     return ask.answer;
+  }
+
+  /** Answers `cancelled` to the request `requestId` if it is still pending (its session machine's timeout elapsed). */
+  expire(requestId: string): void {
+    this.asks.expire(requestId);
   }
 
   /** Answers `cancelled` to every pending request of one session (its turn was cancelled). */

@@ -116,6 +116,8 @@ export interface SessionRegistryDependencies {
   opened?(record: SessionRecord): void;
   /** Hears `close()` before the session is told: its workspace notes whether it was busy. */
   closing?(record: SessionRecord): void;
+  /** A session machine's question timed out: its broker answers it `cancelled`. */
+  askExpired?(requestId: string): void;
   /** After a session stopped and its terminals are gone, before `released` resolves: its workspace's cleanup. */
   ended?(record: SessionRecord): Promise<void> | void;
 }
@@ -211,8 +213,11 @@ export class SessionRecord {
     return true;
   }
 
-  /** Follows the actor's status and stall reports; `onStopped` releases the session. */
-  attach(events: EventHub<RuntimeEvents>, onStopped: () => void): void {
+  /**
+   * Follows the actor's status, stall and expired-question reports; `onStopped` releases the
+   * session, `onAskExpired` has the question's broker answer it `cancelled`.
+   */
+  attach(events: EventHub<RuntimeEvents>, onStopped: () => void, onAskExpired: (requestId: string) => void = () => {}): void {
     const actor = this.actor();
     if (!actor) return onStopped();
     const status = actor.on('status', ({ status: next }) => {
@@ -225,7 +230,8 @@ export class SessionRecord {
       this.channel.emit('stall', { policy, stallTimeoutMs });
       events.emit('session:stall', { agent: this.agent, sessionId: this.id, policy, stallTimeoutMs });
     });
-    this.detach = () => (status.unsubscribe(), stall.unsubscribe());
+    const expired = actor.on('ask.expired', ({ requestId }) => onAskExpired(requestId));
+    this.detach = () => (status.unsubscribe(), stall.unsubscribe(), expired.unsubscribe());
   }
 
   /** Stops listening, kills the terminals, then runs `ended` (the workspace's cleanup); `released` resolves after. */
@@ -284,7 +290,11 @@ export class SessionRegistry {
     let ofAgent = this.records.get(agent);
     if (!ofAgent) this.records.set(agent, (ofAgent = new Map()));
     ofAgent.set(sessionId, record);
-    record.attach(this.deps.events, () => void this.release(record));
+    record.attach(
+      this.deps.events,
+      () => void this.release(record),
+      (requestId) => this.deps.askExpired?.(requestId),
+    );
     prepare?.(record);
     const waiting = this.early.get(agent);
     if (waiting) {

@@ -155,6 +155,8 @@ export class SupervisorRuntime {
       events: this.events,
       agentActor: (agent) => this.agentActor(agent),
       closeOnAgent: (agent, sessionId) => this.closeOnAgent(agent, sessionId),
+      // Question ids carry their broker's prefix; the other broker has no such question.
+      askExpired: (requestId) => (this.broker.expire(requestId), this.elicitations.expire(requestId)),
       opened: (record) => this.journalSession(record),
       closing: (record) => {
         if (record.resources.workspace) this.workspaces.markEnding(record.resources.workspace, busyReason([record]));
@@ -178,7 +180,14 @@ export class SupervisorRuntime {
     });
     // A person is being asked (a permission, an elicitation): the session machine waits, it is not a stall.
     const asking = {
-      pending: (agent: string, sessionId: string, requestId: string) => this.sessions.get(agent, sessionId)?.actor()?.send({ type: 'permission.requested', requestId }),
+      // The session machine times the question when a turn holds it (it asks the machine first).
+      pending: (agent: string, sessionId: string, requestId: string, timeoutMs: number) => {
+        const actor = this.sessions.get(agent, sessionId)?.actor();
+        const event = { type: 'permission.requested', requestId, timeoutMs } as const;
+        if (!actor?.getSnapshot().can(event)) return false;
+        actor.send(event);
+        return true;
+      },
       settled: (agent: string, sessionId: string, requestId: string) => {
         // A request answered because the connection closed is not the turn going on: the
         // agent is gone, and the session is about to fail (agent.lost clears the request).

@@ -22,6 +22,9 @@ export const sessionMachine = setup({
     clearFailure: () => {},
     recordStopReason: () => {},
     recordFailure: () => {},
+    scheduleAskTimeout: () => {},
+    cancelAskTimeout: () => {},
+    expireAsk: () => {},
     addPendingPermission: () => {},
     removePendingPermission: () => {},
     cancelTurn: () => {},
@@ -39,7 +42,7 @@ export const sessionMachine = setup({
     promptTurn: fromCallback(() => {}),
     loadSession: fromPromise(() => new Promise(() => {})),
   },
-  delays: { stallTimeout: 1000 },
+  delays: { stallTimeout: 1000, askTimeout: 1000 },
 }).createMachine({
   id: 'session',
   description: 'One ACP session of an agent: prompt turns, permission requests, stalls.',
@@ -48,6 +51,10 @@ export const sessionMachine = setup({
     close: {
       target: '.stopped',
       description: 'session.close(): cancel any turn, kill its terminals.',
+    },
+    'ask.timedOut': {
+      actions: 'expireAsk',
+      description: 'Nobody answered a question within its timeout: its broker answers it cancelled.',
     },
     reopen: {
       actions: { type: 'answerNow' },
@@ -119,7 +126,7 @@ export const sessionMachine = setup({
         },
         'permission.requested': {
           target: '.awaitingPermission',
-          actions: { type: 'addPendingPermission' },
+          actions: [{ type: 'addPendingPermission' }, 'scheduleAskTimeout'],
           description: 'The agent asks for permission (also while stalled).',
         },
       },
@@ -153,18 +160,18 @@ export const sessionMachine = setup({
           entry: { type: 'reportStatus', params: { status: 'awaiting_permission' } },
           on: {
             'permission.requested': {
-              actions: { type: 'addPendingPermission' },
+              actions: [{ type: 'addPendingPermission' }, 'scheduleAskTimeout'],
               description: 'Another request joins the pending ones.',
             },
             'permission.settled': [
               {
                 guard: { type: 'isLastPendingPermission' },
                 target: 'running',
-                actions: { type: 'removePendingPermission' },
+                actions: [{ type: 'removePendingPermission' }, 'cancelAskTimeout'],
                 description: 'Every request answered.',
               },
               {
-                actions: { type: 'removePendingPermission' },
+                actions: [{ type: 'removePendingPermission' }, 'cancelAskTimeout'],
                 description: 'One of several answered.',
               },
             ],

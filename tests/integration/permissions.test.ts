@@ -71,10 +71,15 @@ describe("'ask' (the default)", () => {
     env.supervisor.on('permission:request', () => asked++);
     const turn = session.prompt(askPermission);
     await eventually(() => session.status === 'awaiting_permission', 'the request');
+    // The session machine times the question (its own delayed event), not the broker.
+    const sessionActor = Object.entries(env.supervisor.actor.getSnapshot().children.fixture!.getSnapshot().children).find(([id]) => id.startsWith(`session:${session.id}#`))![1]!;
+    const expired: string[] = [];
+    sessionActor.on('ask.expired', (event) => void expired.push((event as { requestId: string }).requestId));
     clock.increment(299_999);
     expect(session.status).toBe('awaiting_permission');
     clock.increment(1);
     expect(await turn).toBe('cancelled');
+    expect(expired).toEqual(['permission-1']);
     expect(received.text()).toBe('permission:cancelled');
     expect(asked).toBe(1);
   });

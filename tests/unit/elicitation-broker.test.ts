@@ -18,7 +18,7 @@ function broker(options: { listening?: boolean } = {}) {
       asked.push(request);
       return options.listening ?? true;
     },
-    pending: (_agent, _sessionId, id) => log.push(`pending ${id}`),
+    pending: (_agent, _sessionId, id) => (log.push(`pending ${id}`), false), // no session machine here: the broker times it
     settled: (_agent, _sessionId, id) => log.push(`settled ${id}`),
     journal: {
       requested: (id, request) => log.push(`requested ${id} ${request.mode}`),

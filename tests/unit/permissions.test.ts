@@ -14,7 +14,8 @@ const params: RequestPermissionRequest = {
   ],
 };
 
-function broker(listening = true) {
+/** `timedBySession`: a session machine takes each request (and times it); else the broker times it. */
+function broker(listening = true, timedBySession = false) {
   const clock = new SimulatedClock();
   const asked: PermissionRequest[] = [];
   const log: string[] = [];
@@ -22,7 +23,7 @@ function broker(listening = true) {
     clock,
     timeoutMs: 1000,
     ask: (request) => (listening ? (asked.push(request), true) : false),
-    pending: (_agent, _session, id) => log.push(`pending ${id}`),
+    pending: (_agent, _session, id, timeoutMs) => (log.push(`pending ${id} ${timeoutMs}`), timedBySession),
     settled: (_agent, _session, id) => log.push(`settled ${id}`),
   });
   return { clock, asked, log, instance };
@@ -41,7 +42,7 @@ describe('permission policies', () => {
     asked[0]!.respond('no');
     asked[0]!.respond('once');
     expect(await answer).toEqual({ outcome: { outcome: 'selected', optionId: 'no' } });
-    expect(log).toEqual(['pending permission-1', 'settled permission-1']);
+    expect(log).toEqual(['pending permission-1 1000', 'settled permission-1']);
     expect(instance.size).toBe(0);
   });
 
@@ -54,6 +55,18 @@ describe('permission policies', () => {
     const withdrawn = instance.request('a', params, 'ask', controller.signal);
     controller.abort();
     expect(await withdrawn).toEqual({ outcome: { outcome: 'cancelled' } });
+  });
+
+  it('a request its session machine times is not timed here: it is answered cancelled when the machine expires it', async () => {
+    const { clock, instance, log } = broker(true, true);
+    const held = instance.request('a', params, 'ask', new AbortController().signal);
+    expect(log).toEqual(['pending permission-1 1000']);
+    clock.increment(60_000);
+    expect(instance.size).toBe(1);
+    instance.expire('permission-1');
+    expect(await held).toEqual({ outcome: { outcome: 'cancelled' } });
+    instance.expire('permission-1'); // once answered, later expiries change nothing
+    expect(log).toEqual(['pending permission-1 1000', 'settled permission-1']);
   });
 
   it('a throwing policy function, or one returning an unknown id, cancels', async () => {

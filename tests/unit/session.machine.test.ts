@@ -3,6 +3,7 @@ import { createActor, createMachine, fromCallback, fromPromise, SimulatedClock }
 import type { StopReason } from '../../core/acp-types.js';
 import type { LoadSessionInput, PromptTurnCommand, PromptTurnInput, SessionEvent, SessionMachineInput, SessionRequestResult } from '../../machines/session-events.js';
 import { sessionMachine } from '../../machines/session.machine.js';
+import { pendingTimers } from '../support/real-agents.js';
 
 interface FakeTurn {
   complete(stopReason: StopReason): void;
@@ -143,8 +144,8 @@ describe('session machine', () => {
   it('waiting for permission is not a stall; the last settled request returns to running', () => {
     const session = startSession({ stallTimeoutMs: 1000 });
     session.prompt();
-    session.actor.send({ type: 'permission.requested', requestId: 'p1' });
-    session.actor.send({ type: 'permission.requested', requestId: 'p2' });
+    session.actor.send({ type: 'permission.requested', requestId: 'p1', timeoutMs: 300_000 });
+    session.actor.send({ type: 'permission.requested', requestId: 'p2', timeoutMs: 300_000 });
     expect(session.value()).toEqual({ prompting: 'awaitingPermission' });
     session.clock.increment(60_000);
     expect(session.value()).toEqual({ prompting: 'awaitingPermission' });
@@ -153,6 +154,26 @@ describe('session machine', () => {
     session.actor.send({ type: 'permission.settled', requestId: 'p2' });
     expect(session.value()).toEqual({ prompting: { running: 'watching' } });
     expect(session.statuses).toEqual(['ready', 'running', 'awaiting_permission', 'running']);
+  });
+
+  it('a question nobody answers expires after its timeout on the clock; an answered one, or one of a turn that ended, does not', () => {
+    const session = startSession();
+    const expired: string[] = [];
+    session.actor.on('ask.expired', ({ requestId }) => expired.push(requestId));
+    session.prompt();
+    session.actor.send({ type: 'permission.requested', requestId: 'late', timeoutMs: 1000 });
+    session.actor.send({ type: 'permission.requested', requestId: 'answered', timeoutMs: 1000 });
+    session.actor.send({ type: 'permission.settled', requestId: 'answered' });
+    session.clock.increment(999);
+    expect(expired).toEqual([]);
+    session.clock.increment(1);
+    expect(expired).toEqual(['late']); // its broker answers it cancelled, which settles it here
+    session.actor.send({ type: 'permission.settled', requestId: 'late' });
+    session.actor.send({ type: 'permission.requested', requestId: 'orphaned', timeoutMs: 1000 });
+    session.turns[0]!.complete('end_turn'); // the turn ended with the question open: its timer goes too
+    session.clock.increment(5000);
+    expect(expired).toEqual(['late']);
+    expect(pendingTimers(session.clock)).toBe(0);
   });
 
   it('a failed turn records its kind and answers the prompt; the agent dying fails the session', () => {
