@@ -1,9 +1,10 @@
 /** The options of `createSupervisor` and `newSession`, their defaults and their validation. */
-import { resolve } from 'node:path';
+import { statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import type { InspectionEvent, Observer } from 'xstate';
 import { z } from 'zod';
 import type { McpServer, SessionUpdate } from '../core/acp-types.js';
-import { agentNameSchema, agentSpecSchema, maxTimerMs, timeoutMsSchema } from '../core/agent-spec.js';
+import { agentNameSchema, agentSpecSchema, maxTimerMs, timeoutMsSchema, type AgentSpec } from '../core/agent-spec.js';
 import { failureClasses, type FailureClass } from '../core/failure-class.js';
 import { defaultClassPolicies, type ClassPolicies, type ClassPolicy } from '../machines/policies/class-policy.js';
 import type { OverloadPolicy } from '../machines/supervisor.machine.js';
@@ -180,7 +181,11 @@ export type SupervisorOptions = z.input<typeof supervisorOptionsSchema>;
 
 /** Options of `newSession` and `loadSession`; checked the same way, before the agent is started. */
 export const sessionOptionsSchema = z.strictObject({
-  /** The session's working directory and the root of its sandbox (default: process.cwd()). */
+  /**
+   * The session's working directory and the root of its sandbox (default: process.cwd()): an
+   * existing directory (a relative path is the host's cwd's), else `invalid_options`; for an
+   * agent on another host or in a container, a path there, taken as it is (docs/runtimes.md).
+   */
   cwd: noNul(z.string().min(1)).optional(),
   /** MCP servers the agent should connect to. */
   mcpServers: z.array(z.custom<McpServer>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'must be an MCP server object')).optional(),
@@ -291,11 +296,15 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** A session's settings from its options over the supervisor's defaults; throws `invalid_options`. */
-export function resolveSessionOptions(input: SessionOptions, defaults: RuntimeSettings['sessions']): SessionSettings {
+/**
+ * A session's settings from its options over the supervisor's defaults; throws `invalid_options`.
+ * `agentHere`: the session's agent runs on this host (local or sandboxed), so a given `cwd`
+ * must be a directory here; for a remote agent it is a path there, not checked.
+ */
+export function resolveSessionOptions(input: SessionOptions, defaults: RuntimeSettings['sessions'], agentHere = true): SessionSettings {
   const options = parseOptions(sessionOptionsSchema, input, 'session options');
   return {
-    cwd: resolve(options.cwd ?? process.cwd()),
+    cwd: options.cwd !== undefined && agentHere ? existingDirectory(options.cwd, 'Option session options.cwd') : resolve(options.cwd ?? process.cwd()),
     cwdGiven: options.cwd !== undefined,
     ...(options.workspace ? { workspace: resolveWorkspacePaths(options.workspace) } : {}),
     roots: (options.additionalRoots ?? []).map((root) => resolve(root)),
@@ -325,4 +334,39 @@ export function resolvePruneOptions(input: unknown): z.output<typeof pruneOption
 /** A workspace spec with its repository or directory made absolute (against the host's cwd now). */
 export function resolveWorkspacePaths(spec: WorkspaceSpec): WorkspaceSpec {
   return spec.kind === 'git-worktree' ? { ...spec, repo: resolve(spec.repo) } : { ...spec, path: resolve(spec.path) };
+}
+
+/** Whether an agent of this spec runs on this host (local or sandboxed), so that its paths are this host's. */
+export function runsHere(spec: Pick<AgentSpec, 'runtime'>): boolean {
+  return spec.runtime === undefined || spec.runtime.kind === 'local' || spec.runtime.kind === 'sandbox';
+}
+
+/**
+ * A validated spec's paths as the supervisor keeps them: its workspace's made absolute, and
+ * the `cwd` of an agent that runs here made absolute and checked to be an existing directory
+ * (`invalid_options` naming the agent, the field and the path). A remote agent's `cwd` is a
+ * path where it runs, taken as it is.
+ */
+export function resolveAgentSpecPaths(name: string, spec: AgentSpec): AgentSpec {
+  const cwd = spec.cwd !== undefined && runsHere(spec) ? existingDirectory(spec.cwd, `Invalid spec for agent "${name}": spec.cwd`, name) : spec.cwd;
+  return { ...spec, ...(cwd === undefined ? {} : { cwd }), ...(spec.workspace ? { workspace: resolveWorkspacePaths(spec.workspace) } : {}) };
+}
+
+/**
+ * `path` made absolute (against the host's cwd) when it is an existing directory; otherwise
+ * `invalid_options` whose message is `field`, the path (as given and absolute) and what is
+ * wrong with it. Checked when it is given, so a typo fails here rather than at the spawn.
+ */
+export function existingDirectory(path: string, field: string, agent?: string): string {
+  const absolute = resolve(path);
+  const named = isAbsolute(path) ? absolute : `${JSON.stringify(path)} (${absolute})`;
+  let problem: string | null = null;
+  try {
+    if (!statSync(absolute).isDirectory()) problem = 'is not a directory';
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    problem = code === 'ENOENT' || code === 'ENOTDIR' ? 'does not exist' : `cannot be used (${code ?? (error as Error).message})`;
+  }
+  if (problem !== null) throw invalidOptions(`${field}: ${named} ${problem}`, agent);
+  return absolute;
 }

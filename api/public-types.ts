@@ -16,6 +16,7 @@
  */
 import type { AgentCapabilities, AuthMethod, ClientConnection, Implementation, InitializeResponse, SessionInfo } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
+import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { AgentErrorKind, AgentFailure, FailureClass } from '../core/errors.js';
 import type { PermissionRequest } from '../core/permission-policy.js';
 import type { AgentStatus } from '../machines/agent-events.js';
@@ -49,6 +50,9 @@ export type { ElicitationPolicy, ElicitationRequest, ElicitationRequestView, Eli
 export type { Store, StoreWrite, StoredSession, StoredAgentSpec, TranscriptEntry, TranscriptKind, LogEntry, EventEntry, Page, Retention, RetentionRule, StoreStats, Awaitable } from '../core/store.js';
 export type { WorkspaceSpec, WorkspaceOwner, WorkspaceKind, CleanupStrategy } from '../core/workspace-spec.js';
 export type { WorkspaceInfo, PruneOptions, PruneResult, WorkspaceEvents } from '../runtime/workspace-registry.js';
+
+// What an agent's processes cost (`resourceUsage()`).
+export type { ResourceUsage } from '../runtime/resource-usage.js';
 
 // The machines, for those who drive or inspect them.
 export type { AgentStatus, AgentMachineInput, ProcessEvent, ProcessCommand } from '../machines/agent-events.js';
@@ -117,6 +121,28 @@ export interface AgentSummary {
   agentCapabilities: AgentCapabilities | null;
   /** The login methods the agent offers; null while it has no connection. */
   authMethods: AuthMethod[] | null;
+}
+
+/**
+ * An agent's spec as `agentSpec()` shows it: what it runs and how, with the names of its
+ * environment variables but never their values (they may be secrets).
+ */
+export interface AgentSpecSummary {
+  command: string;
+  args: string[];
+  /** Its working directory as given; null: the supervisor's, or its workspace's. */
+  cwd: string | null;
+  protocol: 'acp' | 'stream-json' | 'pty';
+  /** Where it runs: `local`, `sandbox`, `ssh`, `docker`, `kubernetes`. */
+  runtime: string;
+  /** The names of the variables its `env` sets, sorted; the values are left out. */
+  envKeys: string[];
+  /** Its own workspace's spec (docs/workspaces.md); null when it has none. */
+  workspace: WorkspaceSpec | null;
+  /** Its own timeouts, where it sets them (else the supervisor's apply). */
+  handshakeTimeoutMs: number | null;
+  shutdownTimeoutMs: number | null;
+  killTimeoutMs: number | null;
 }
 
 /** One page of the agent's own sessions (`session/list`). */

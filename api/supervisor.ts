@@ -12,15 +12,17 @@ import { reopenMethod } from '../services/acp-client.service.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
 import { handleSignalsFor } from '../runtime/signal-handling.js';
+import { ResourceSampler } from '../runtime/resource-usage.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
 import { abortable } from '../util/abort.js';
-import { maxTimerMs, resolveOptions, resolvePruneOptions, resolveSessionOptions, resolveWorkspacePaths } from './options.js';
+import { existingDirectory, maxTimerMs, resolveAgentSpecPaths, resolveOptions, resolvePruneOptions, resolveSessionOptions, runsHere } from './options.js';
 import type {
   AgentHandle,
   AgentSessionPage,
   AgentSpec,
+  AgentSpecSummary,
   AgentStatus,
   AgentSummary,
   AgentTerminal,
@@ -33,6 +35,7 @@ import type {
   PruneOptions,
   PruneResult,
   ReadOptions,
+  ResourceUsage,
   SessionOptions,
   StoredSession,
   StoreStats,
@@ -63,6 +66,8 @@ export class Supervisor {
   private shutdownPromise: Promise<void> | undefined;
   /** Stops handling host signals for this supervisor (runtime/signal-handling.ts). */
   private readonly releaseSignals: (() => void) | undefined;
+  /** Each agent's last CPU sample (runtime/resource-usage.ts). */
+  private readonly usage = new ResourceSampler();
 
   constructor(options: SupervisorOptions = {}) {
     this.settings = resolveOptions(options);
@@ -120,13 +125,17 @@ export class Supervisor {
     return this.runtime.sweepOrphans();
   }
 
-  /** Adds an agent at runtime. Throws `invalid_options` for a bad spec or a taken name. */
+  /**
+   * Adds an agent at runtime. Throws `invalid_options` for a bad spec (also a `cwd` that is
+   * not an existing directory, for an agent that runs on this host) or a taken name.
+   */
   register(name: string, spec: AgentSpec): void {
     const valid = validateAgentSpec(name, spec);
     if (this.runtime.has(name)) throw invalidOptions(`An agent named "${name}" is already registered`, name);
     this.requireStateDirFor(valid.workspace, `spec.workspace of agent "${name}"`);
+    const resolved = resolveAgentSpecPaths(name, valid);
     if (!this.runtime.canRegister(name)) throw toError(name, failures.shuttingDown(name, 'register'));
-    this.runtime.register(name, valid.workspace ? { ...valid, workspace: resolveWorkspacePaths(valid.workspace) } : valid);
+    this.runtime.register(name, resolved);
   }
 
   /** Every registered agent with its status, pid, attempt counter and last error. */
@@ -137,6 +146,42 @@ export class Supervisor {
   /** One agent's row of `list()`. Throws `unknown_agent` for an unregistered name. */
   describe(name: string): AgentSummary {
     return this.summary(agentName(name));
+  }
+
+  /**
+   * What the agent's processes on this host cost now: CPU (% of one core) and resident memory
+   * of the agent, its containment's wrapper and everything they started (docs/containment.md);
+   * null while it has no process, or where /proc cannot be read. The CPU share is measured
+   * since the previous call when that was 0.1-10 s ago, else over a fresh 250 ms. Of a remote
+   * runtime (ssh, docker, kubernetes) only the local client's processes count. Throws
+   * `unknown_agent`.
+   */
+  async resourceUsage(name: string): Promise<ResourceUsage | null> {
+    const { pid } = this.summary(agentName(name));
+    return (await this.usage.sample([{ name, pid }])).get(name) ?? null;
+  }
+
+  /** {@link resourceUsage} of every registered agent, by name, measured together (one wait at most). */
+  async resourceUsages(): Promise<Record<string, ResourceUsage | null>> {
+    const rows = this.list().map(({ name, pid }) => ({ name, pid }));
+    return Object.fromEntries(await this.usage.sample(rows));
+  }
+
+  /** The agent's spec, without its env values (their names only). Throws `unknown_agent`. */
+  agentSpec(name: string): AgentSpecSummary {
+    const spec = this.runtime.spec(agentName(name));
+    return {
+      command: spec.command,
+      args: [...(spec.args ?? [])],
+      cwd: spec.cwd ?? null,
+      protocol: spec.protocol ?? 'acp',
+      runtime: spec.runtime?.kind ?? 'local',
+      envKeys: Object.keys(spec.env ?? {}).sort(),
+      workspace: spec.workspace ?? null,
+      handshakeTimeoutMs: spec.handshakeTimeoutMs ?? null,
+      shutdownTimeoutMs: spec.shutdownTimeoutMs ?? null,
+      killTimeoutMs: spec.killTimeoutMs ?? null,
+    };
   }
 
   /** The agent's current status. Throws `unknown_agent` for an unregistered name. */
@@ -223,7 +268,7 @@ export class Supervisor {
   async newSession(agent: string, options: NewSessionOptions = {}): Promise<Session> {
     agentName(agent);
     options ??= {}; // null as "no options": validated as {} below, and never dereferenced as null
-    const settings = this.sessionSettings(options);
+    const settings = this.sessionSettings(options, agent);
     return this.inWorkspace(agent, settings, async (settings) => {
       if (options.resume) {
         const [latest] = await this.runtime.reader.sessions({ agent, cwd: this.sessionCwd(agent, settings) });
@@ -243,7 +288,7 @@ export class Supervisor {
     agentName(agent);
     options ??= {};
     if (typeof sessionId !== 'string' || sessionId === '') throw invalidOptions('A session id must be a non-empty string');
-    const settings = this.sessionSettings(options);
+    const settings = this.sessionSettings(options, agent);
     return this.inWorkspace(agent, settings, (settings) => this.openLoaded(agent, sessionId, settings, options.signal));
   }
 
@@ -331,7 +376,10 @@ export class Supervisor {
   async resumeSession(sessionId: string, options: SessionOptions & { agent?: string } = {}): Promise<Session> {
     options ??= {};
     const stored = await this.runtime.reader.find(sessionId, options.agent);
-    const settings = this.sessionSettings({ ...(options.workspace ? {} : { cwd: stored.cwd }), ...options });
+    const inStoredCwd = options.cwd === undefined && !options.workspace;
+    // Its stored directory, unless the caller gives one: gone since, it is refused by name rather than handed to the agent.
+    if (inStoredCwd && this.agentRunsHere(stored.agent)) existingDirectory(stored.cwd, `The stored cwd of session ${sessionId}`, stored.agent);
+    const settings = this.sessionSettings({ ...(inStoredCwd ? { cwd: stored.cwd } : {}), ...options }, stored.agent);
     return this.inWorkspace(stored.agent, settings, (settings) => this.openLoaded(stored.agent, sessionId, { ...settings, reopen: 'resume' }, options.signal));
   }
 
@@ -431,10 +479,15 @@ export class Supervisor {
   }
 
   /** A session's settings from its options; a git worktree needs a state directory. */
-  private sessionSettings(options: SessionOptions): SessionSettings {
-    const settings = resolveSessionOptions(options, this.settings.sessions);
+  private sessionSettings(options: SessionOptions, agent: string): SessionSettings {
+    const settings = resolveSessionOptions(options, this.settings.sessions, this.agentRunsHere(agent));
     this.requireStateDirFor(settings.workspace, 'session options.workspace');
     return settings;
+  }
+
+  /** Whether the agent works with this host's files (a local or sandboxed one, or one not registered: checked as local). */
+  private agentRunsHere(agent: string): boolean {
+    return !this.runtime.has(agent) || runsHere(this.runtime.spec(agent));
   }
 
   private requireStateDirFor(workspace: WorkspaceSpec | undefined, field: string): void {

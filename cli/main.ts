@@ -6,6 +6,7 @@
  */
 import { Command } from 'commander';
 import { registerDaemonCommands } from './commands/agents.js';
+import { registerDescribe } from './commands/describe.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerLogs } from './commands/logs.js';
 import { registerPermissions } from './commands/permissions.js';
@@ -34,6 +35,7 @@ function buildProgram(): Command {
   registerRun(program);
   registerServe(program);
   registerDaemonCommands(program);
+  registerDescribe(program);
   registerPrompt(program);
   registerLogs(program);
   registerSessions(program);

@@ -105,6 +105,25 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(seconds / 86_400)}d`;
 }
 
+/** A size in bytes, binary units, three significant digits at most: `512 B`, `41.2 MiB`, `1.50 GiB`. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = Math.max(0, bytes);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  if (unit === 0) return `${Math.round(value)} B`;
+  const digits = value >= 100 ? 0 : value >= 10 ? 1 : 2;
+  return `${value.toFixed(digits)} ${units[unit]}`;
+}
+
+/** A CPU share in % of one core, one decimal: `0.0%`, `12.5%`, `187.3%`. */
+export function formatPercent(percent: number): string {
+  return `${Math.max(0, percent).toFixed(1)}%`;
+}
+
 /** Writes one JSON document (NDJSON when called per item) to stdout. */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);

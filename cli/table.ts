@@ -4,7 +4,7 @@
  * columns give way first and their cells end in `…`. Colour is added after padding, so the
  * codes never count towards a width.
  */
-import { formatDuration, type Style } from './output.js';
+import { formatBytes, formatDuration, formatPercent, type Style } from './output.js';
 import type { AgentRow } from '../daemon/api-types.js';
 
 /** One column: its header, how to get a row's cell, and how it may be laid out. */
@@ -82,7 +82,7 @@ const statusPaint: Record<string, keyof Omit<Style, 'enabled'>> = {
   idle: 'dim',
 };
 
-/** The columns of `agentvisor ls`, pm2-like; `now` for the uptime. */
+/** The columns of `agentvisor ls`, pm2-like; `now` for the uptime; cpu and mem from the row's `usage`. */
 export function agentColumns(now: number): Array<Column<AgentRow>> {
   return [
     // Never cut: a name is what a user types next (`agentvisor logs NAME`).
@@ -92,6 +92,9 @@ export function agentColumns(now: number): Array<Column<AgentRow>> {
     { header: 'pid', value: (row) => (row.pid === null ? '-' : String(row.pid)), align: 'right' },
     { header: 'uptime', value: (row) => (row.connectedAt === null ? '-' : formatDuration(now - row.connectedAt)), align: 'right' },
     { header: 'restarts', value: (row) => String(row.restarts), align: 'right' },
+    // What the agent's whole containment costs (`-`: no process, or not measured).
+    { header: 'cpu', value: (row) => (row.usage ? formatPercent(row.usage.cpuPercent) : '-'), align: 'right' },
+    { header: 'mem', value: (row) => (row.usage ? formatBytes(row.usage.memoryBytes) : '-'), align: 'right' },
     { header: 'sessions', value: (row) => String(row.sessions), align: 'right' },
     {
       header: 'last error',

@@ -57,7 +57,11 @@ export const agentSpecSchema = z.strictObject({
   args: z.array(noNul(z.string())).optional(),
   /** Variables merged over the parent's environment. Never copied into machine context. */
   env: z.record(noNul(z.string().min(1).refine((name) => !name.includes('='), 'must not contain "="')), noNul(z.string())).optional(),
-  /** Working directory of the process; the parent's by default. */
+  /**
+   * Working directory of the process; the parent's by default. For an agent that runs here
+   * (local, sandbox) an existing directory, made absolute and checked when the agent is
+   * registered (`invalid_options` otherwise); for a remote one, a path where it runs.
+   */
   cwd: noNul(z.string().min(1)).optional(),
   /** Name used in messages ("Could not connect to {displayName}"); the agent's key by default. */
   displayName: z.string().optional(),

@@ -3,6 +3,7 @@
  * fields are refused (a typo must not be ignored); the answer to a mismatch is `400
  * invalid_request` with the issues.
  */
+import { isAbsolute } from 'node:path';
 import { z } from 'zod';
 import { ApiError } from './http-kit.js';
 import { EVENT_TOPICS } from './api-types.js';
@@ -56,6 +57,16 @@ export const subscribeMessage = z.strictObject({
   topics: z.array(z.enum(EVENT_TOPICS)).optional(),
   sessions: z.array(name).max(1000).nullable().optional(),
 });
+
+/**
+ * A `cwd` of a body or a query, which must be absolute: the daemon resolves no path against
+ * its own working directory (the client's is what a relative path meant). A relative one is
+ * `400 invalid_options`, like a directory that does not exist (the library's refusal).
+ */
+export function absoluteCwd(cwd: string | undefined, field = 'cwd'): string | undefined {
+  if (cwd === undefined || isAbsolute(cwd)) return cwd;
+  throw new ApiError(400, 'invalid_options', `Option ${field}: ${JSON.stringify(cwd)} is a relative path; the daemon needs an absolute one (resolve it against your own directory)`);
+}
 
 /** Parses `value` or throws `400 invalid_request` naming each issue's path. */
 export function parseWith<T>(schema: z.ZodType<T>, value: unknown, what: string): T {

@@ -7,7 +7,7 @@
  * `?token=<token>` on the dashboard page and the WebSocket upgrade (a browser cannot set
  * headers there). Every error is a 4xx/5xx with an {@link ApiErrorBody}.
  */
-import type { AgentSummary, EventEntry, LogEntry, StoredSession, StoreStats, TranscriptEntry } from '../index.js';
+import type { AgentSpecSummary, AgentSummary, EventEntry, LogEntry, ResourceUsage, StoredSession, StoreStats, TranscriptEntry, WorkspaceInfo } from '../index.js';
 
 /** The API version in every path: `/v1/...`. */
 export const API_VERSION = 'v1';
@@ -66,11 +66,32 @@ export interface AgentRow extends AgentSummary {
   restarts: number;
   /** Open sessions of this agent in the daemon. */
   sessions: number;
+  /**
+   * What its processes on this host cost now (CPU % of one core, resident memory; the
+   * library's `resourceUsage()`), null while it has none. In the answers of `GET /v1/agents`,
+   * `GET /v1/agents/:name` and `.../describe` only: absent from the event stream's rows and
+   * the lifecycle POSTs' answers.
+   */
+  usage?: ResourceUsage | null;
 }
 
 /** `GET /v1/agents`. */
 export interface AgentsBody {
   agents: AgentRow[];
+}
+
+/** `GET /v1/agents/:name/describe`: everything about one agent in one answer. */
+export interface AgentDescribeBody {
+  /** Its row, with `usage`. */
+  agent: AgentRow;
+  /** What it runs and how (env: the names only). */
+  spec: AgentSpecSummary;
+  /** Its sessions: the open ones first, then the newest stored, at most 20. */
+  sessions: SessionRow[];
+  /** How many sessions of it the store keeps (and open ones it has not written yet). */
+  sessionsTotal: number;
+  /** The workspaces it and its sessions use: its own first (docs/workspaces.md). */
+  workspaces: WorkspaceInfo[];
 }
 
 /** A session as the API shows it: what the store keeps, plus the daemon's live view. */

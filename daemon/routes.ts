@@ -5,9 +5,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { StoredSession, Supervisor } from '../index.js';
+import { describeAgent, rowsWithUsage, rowWithUsage } from './agent-describe.js';
 import type { AgentWatch } from './agent-watch.js';
 import type { CancelBody, HealthBody, PromptResultBody, PromptStreamLine, SessionRow } from './api-types.js';
 import {
+  absoluteCwd,
   authenticateBody,
   eventLogQuery,
   logsQuery,
@@ -63,8 +65,9 @@ const route = (method: 'GET' | 'POST', path: string, handler: Handler) => {
 
 route('GET', '/v1/health', ({ context }): HealthBody => ({ ok: true, version: context.version, pid: process.pid, startedAt: context.startedAt, agents: context.supervisor.list().length }));
 
-route('GET', '/v1/agents', ({ context }) => ({ agents: context.agents.rows() }));
-route('GET', '/v1/agents/:name', ({ context, params }) => context.agents.row(params[0]!));
+route('GET', '/v1/agents', async ({ context }) => ({ agents: await rowsWithUsage(context.supervisor, context.agents) }));
+route('GET', '/v1/agents/:name', ({ context, params }) => rowWithUsage(context.supervisor, context.agents, params[0]!));
+route('GET', '/v1/agents/:name/describe', ({ context, params }) => describeAgent(context.supervisor, context.agents, context.sessions, params[0]!));
 route('POST', '/v1/agents/:name/start', async ({ context, params, request }) => {
   await noBody(request);
   await context.supervisor.ensureAgent(params[0]!);
@@ -107,12 +110,13 @@ route('GET', '/v1/agents/:name/logs', async ({ context, params, url, response })
 
 route('GET', '/v1/sessions', async ({ context, url }) => {
   const filter = parseWith(sessionsQuery, queryOf(url), 'query');
+  absoluteCwd(filter.cwd);
   const stored = await context.supervisor.sessions(filter);
   return { sessions: stored.map((session) => context.sessions.row(session)) };
 });
 route('POST', '/v1/sessions', async ({ context, request, response }) => {
   const body = parseWith(openSessionBody, await readJsonBody(request), 'body');
-  const cwd = body.cwd ?? process.cwd();
+  const cwd = absoluteCwd(body.cwd);
   const opened = body.name !== undefined ? await context.sessions.openNamed(body.agent, body.name, cwd) : await context.sessions.openUnnamed(body.agent, cwd, body.resume ?? false);
   sendJson(response, opened.opened === 'existing' ? 200 : 201, await sessionRow(context, opened.held.session.id));
   return written;
@@ -143,7 +147,7 @@ route('POST', '/v1/sessions/:id/close', async ({ context, params, request }) => 
 route('POST', '/v1/prompt', async (call) => {
   const body = parseWith(promptBody, await readJsonBody(call.request), 'body');
   const name = body.session ?? 'default';
-  const opened = await call.context.sessions.openNamed(body.agent, name, body.cwd ?? process.cwd(), body.new ?? false);
+  const opened = await call.context.sessions.openNamed(body.agent, name, absoluteCwd(body.cwd), body.new ?? false);
   const first: PromptStreamLine = { type: 'session', sessionId: opened.held.session.id, name, opened: opened.opened, ...(opened.notice ? { notice: opened.notice } : {}) };
   return runPrompt(call, opened.held, body.text, first);
 });

@@ -4,10 +4,11 @@
  * a named session with `session/load`. One prompt runs per session; the others wait in
  * order. Every update of every session the daemon holds is passed to `onUpdate`.
  */
+import { realpathSync } from 'node:fs';
 import type { Session, Supervisor } from '../index.js';
 import { AgentError } from '../index.js';
 import type { PromptStreamLine, SessionRow } from './api-types.js';
-import { errorBody } from './http-kit.js';
+import { ApiError, errorBody } from './http-kit.js';
 import { NamedSessionFile } from './named-session-file.js';
 import type { PermissionDesk } from './permission-desk.js';
 
@@ -48,19 +49,31 @@ export class SessionDesk {
     this.names = new NamedSessionFile(options.stateDir);
   }
 
-  /** The open session of that name, else its stored one resumed, else a new one (`fresh`: always new). */
-  openNamed(agent: string, name: string, cwd: string, fresh = false): Promise<Opened> {
+  /**
+   * The open session of that name, else its stored one resumed, else a new one (`fresh`:
+   * always new). With `cwd` (absolute), the session must work there: a new one is opened in
+   * it, and an open or stored one of that name in another directory is refused
+   * (`invalid_options`) rather than used somewhere the caller did not ask for. Without, a
+   * new one works where the library puts it (the agent's workspace, else the daemon's cwd).
+   */
+  openNamed(agent: string, name: string, cwd: string | undefined, fresh = false): Promise<Opened> {
     const key = `${agent}\u0000${name}`;
     const inFlight = this.opening.get(key);
-    if (inFlight) return inFlight;
+    if (inFlight) {
+      // Shared with a concurrent open of that name: its session must suit this caller's cwd too.
+      return inFlight.then((opened) => {
+        refuseOtherCwd(agent, name, opened.held.session.cwd, cwd);
+        return opened;
+      });
+    }
     const opening = this.resolveNamed(agent, name, cwd, fresh).finally(() => this.opening.delete(key));
     this.opening.set(key, opening);
     return opening;
   }
 
   /** A new unnamed session, or (`resume`) the latest stored one of that agent and cwd. */
-  async openUnnamed(agent: string, cwd: string, resume: boolean): Promise<Opened> {
-    const session = await this.options.supervisor.newSession(agent, { cwd, resume });
+  async openUnnamed(agent: string, cwd: string | undefined, resume: boolean): Promise<Opened> {
+    const session = await this.options.supervisor.newSession(agent, { ...(cwd === undefined ? {} : { cwd }), resume });
     const existing = this.held.get(session.id);
     if (existing) return { held: existing, opened: 'existing' };
     return { held: this.hold(session, null), opened: resume ? 'resumed' : 'new' };
@@ -140,10 +153,11 @@ export class SessionDesk {
     }
   }
 
-  private async resolveNamed(agent: string, name: string, cwd: string, fresh: boolean): Promise<Opened> {
+  private async resolveNamed(agent: string, name: string, cwd: string | undefined, fresh: boolean): Promise<Opened> {
     const open = [...this.held.values()].find((held) => held.name === name && held.session.agent === agent);
     let notice: string | undefined;
     if (open && !fresh && open.session.status !== 'stopped') {
+      refuseOtherCwd(agent, name, open.session.cwd, cwd);
       if (open.session.status !== 'failed' || open.running) return { held: open, opened: 'existing' };
       try {
         await open.session.resume();
@@ -156,6 +170,8 @@ export class SessionDesk {
     if (open) open.name = null; // the name moves to the session opened below
     const storedId = fresh || open ? undefined : this.names.idOf(agent, name);
     if (storedId) {
+      const stored = (await this.options.supervisor.sessions({ agent })).find((session) => session.sessionId === storedId);
+      if (stored) refuseOtherCwd(agent, name, stored.cwd, cwd);
       try {
         const session = await this.options.supervisor.resumeSession(storedId, { agent });
         return { held: this.held.get(session.id) ?? this.hold(session, name), opened: 'resumed' };
@@ -164,7 +180,7 @@ export class SessionDesk {
         notice = `Session "${name}" (${storedId}) could not be resumed (${(error as Error).message}); a new session was opened`;
       }
     }
-    const session = await this.options.supervisor.newSession(agent, { cwd });
+    const session = await this.options.supervisor.newSession(agent, cwd === undefined ? {} : { cwd });
     this.names.set(agent, name, session.id);
     return { held: this.hold(session, name), opened: 'new', ...(notice ? { notice } : {}) };
   }
@@ -212,6 +228,27 @@ export class SessionDesk {
       job.finished();
     }
     void this.drain(held);
+  }
+}
+
+/** `invalid_options` when the caller asked for the named session in `cwd` and it works elsewhere. */
+function refuseOtherCwd(agent: string, name: string, sessionCwd: string, cwd: string | undefined): void {
+  if (cwd === undefined || sameDirectory(sessionCwd, cwd)) return;
+  throw new ApiError(
+    400,
+    'invalid_options',
+    `Session "${name}" of agent "${agent}" works in ${sessionCwd}, not in ${cwd}: prompt it from its own directory, open a fresh session under the name (new: true; agentvisor prompt --new), or use another name`,
+    { agent },
+  );
+}
+
+/** The same directory: the same path, or two paths to it (a symlink on the way). */
+function sameDirectory(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
   }
 }
 

@@ -1,13 +1,15 @@
 /**
- * `agentvisor logs <agent>`: the last lines an agent wrote to stderr, as the daemon's store
- * keeps them; with `-f`, then each new line as it comes, until Ctrl-C.
+ * `agentvisor logs [agent]`: the last lines an agent wrote to stderr, as the daemon's store
+ * keeps them; with `-f`, then each new line as it comes, until Ctrl-C. Without a name, every
+ * agent's, as `pm2 logs` does: the last lines of each, merged in time order, then all of them
+ * followed at once, each line prefixed with its agent's name.
  */
 import type { Command } from 'commander';
-import type { LogsBody } from '../../daemon/api-types.js';
+import type { AgentsBody, LogsBody } from '../../daemon/api-types.js';
 import type { LogEntry } from '../../index.js';
 import type { DaemonClient } from '../daemon-client.js';
 import { interrupted, onInterrupt, type StopSignal } from '../interrupt.js';
-import { printJson } from '../output.js';
+import { printJson, styleFor } from '../output.js';
 import { agentPath, connect } from './agents.js';
 import { formatOption, integerOption, type FormatOptions } from './options.js';
 
@@ -20,12 +22,12 @@ interface LogsOptions extends FormatOptions {
 export function registerLogs(program: Command): void {
   program
     .command('logs')
-    .description("an agent's stderr lines, as the daemon keeps them")
-    .argument('<agent>', 'the agent')
+    .description("an agent's stderr lines, as the daemon keeps them; without a name, every agent's, each line prefixed with its name")
+    .argument('[agent]', 'the agent (default: every agent)')
     .option('-f, --follow', 'then each new line as it comes, until Ctrl-C')
-    .option('-n, --lines <n>', 'how many of the last lines to show first', integerOption('--lines'), 50)
+    .option('-n, --lines <n>', 'how many of the last lines to show first (of each agent, without a name)', integerOption('--lines'), 50)
     .addOption(formatOption())
-    .action((agent: string, options: LogsOptions, command: Command) => logs(agent, options, command));
+    .action((agent: string | undefined, options: LogsOptions, command: Command) => (agent === undefined ? allLogs(options, command) : logs(agent, options, command)));
 }
 
 async function logs(agent: string, options: LogsOptions, command: Command): Promise<void> {
@@ -33,6 +35,49 @@ async function logs(agent: string, options: LogsOptions, command: Command): Prom
   const { tail, cursor } = await lastLines(client, agent, options.lines);
   for (const entry of tail) print(entry, options);
   if (!options.follow) return;
+  await following((signal) => follow(client, agent, cursor, signal, (entry) => print(entry, options)));
+}
+
+/** Every agent's logs: the last lines of each, merged by time; then, with `-f`, every agent followed at once. */
+async function allLogs(options: LogsOptions, command: Command): Promise<void> {
+  const client = connect(command);
+  const names = (await client.request<AgentsBody>('GET', '/v1/agents')).agents.map((row) => row.name);
+  const prefix = linePrefix(names, styleFor(process.stdout));
+  const show = (entry: LogEntry) => (options.format === 'json' ? printJson(entry) : process.stdout.write(`${prefix(entry.agent)}${entry.line}\n`));
+  const lasts = await Promise.all(names.map((name) => lastLines(client, name, options.lines)));
+  for (const entry of mergeByTime(lasts.map((last) => last.tail))) show(entry);
+  if (!options.follow) return;
+  await following(async (signal) => {
+    // One stream per agent; the first to fail (the daemon went away) ends them all.
+    const streams = new AbortController();
+    signal.addEventListener('abort', () => streams.abort(), { once: true });
+    await Promise.all(names.map((name, index) => follow(client, name, lasts[index]!.cursor, streams.signal, show).catch((error: unknown) => {
+      streams.abort();
+      throw error;
+    })));
+  });
+}
+
+/** Each line's prefix: the agent's name, padded to the longest, then `| ` (dim on a terminal). */
+export function linePrefix(names: readonly string[], style: { dim(text: string): string }): (agent: string) => string {
+  const width = Math.max(0, ...names.map((name) => name.length));
+  return (agent) => `${agent.padEnd(width)} ${style.dim('|')} `;
+}
+
+/** Entries of several agents in one list, oldest first (by time, then by store order). */
+export function mergeByTime(lists: ReadonlyArray<readonly LogEntry[]>): LogEntry[] {
+  return lists.flat().sort((a, b) => a.at - b.at || a.seq - b.seq);
+}
+
+/** Each line of `agent` after `cursor` as it comes, until `signal` (or the daemon ends the stream). */
+async function follow(client: DaemonClient, agent: string, cursor: number, signal: AbortSignal, show: (entry: LogEntry) => void): Promise<void> {
+  for await (const entry of client.stream<LogEntry>('GET', agentPath(agent, `/logs?follow=1&after=${cursor}`), { signal })) {
+    if (entry.seq > cursor) show(entry); // a line already shown is not shown twice
+  }
+}
+
+/** Runs `work` until it ends or Ctrl-C (then throws `interrupted`, exit 130). */
+async function following(work: (signal: AbortSignal) => Promise<void>): Promise<void> {
   const controller = new AbortController();
   let signal: StopSignal | undefined;
   const offInterrupt = onInterrupt({
@@ -42,9 +87,7 @@ async function logs(agent: string, options: LogsOptions, command: Command): Prom
     },
   });
   try {
-    for await (const entry of client.stream<LogEntry>('GET', agentPath(agent, `/logs?follow=1&after=${cursor}`), { signal: controller.signal })) {
-      if (entry.seq > cursor) print(entry, options); // a line already shown is not shown twice
-    }
+    await work(controller.signal);
   } finally {
     offInterrupt();
   }

@@ -31,7 +31,7 @@ export function registerPrompt(program: Command): void {
     .argument('<text...>', 'the prompt')
     .option('-s, --session <name>', 'the named session (default: "default"); opened when it does not exist')
     .option('--new', 'open a fresh session under the name')
-    .option('--cwd <dir>', "a new session's working directory (default: the daemon's)")
+    .option('--cwd <dir>', "the session's working directory (default: the current one); a named session open in another is refused")
     .addOption(formatOption())
     .action((agent: string, words: string[], options: PromptOptions, command: Command) => prompt(agent, words.join(' '), options, command));
 
@@ -57,7 +57,8 @@ async function prompt(agent: string, text: string, options: PromptOptions, comma
   const printer = new TurnPrinter(options.format);
   const style = styleFor(process.stderr);
   const controller = new AbortController();
-  const body = { agent, text, ...(options.session ? { session: options.session } : {}), ...(options.cwd ? { cwd: resolve(options.cwd) } : {}), ...(options.new ? { new: true } : {}) };
+  // Always where the caller is (or --cwd, against it): the daemon resolves nothing against its own directory.
+  const body = { agent, text, ...(options.session ? { session: options.session } : {}), cwd: resolve(options.cwd ?? process.cwd()), ...(options.new ? { new: true } : {}) };
   let sessionId: string | undefined;
   let started = false;
   let queued = false;

@@ -74,7 +74,7 @@ export function registerSessions(program: Command): void {
 }
 
 /** The columns of `sessions list`. */
-function sessionColumns(now: number): Array<Column<SessionRow>> {
+export function sessionColumns(now: number): Array<Column<SessionRow>> {
   return [
     { header: 'session', value: (row) => row.sessionId },
     { header: 'agent', value: (row) => row.agent, flexible: true },

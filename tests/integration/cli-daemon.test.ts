@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentsBody, PermissionsBody, SessionsBody } from '../../daemon/api-types.js';
-import { cliEnvironment, startCli, waitForLine } from '../support/cli-process.js';
+import { cliEnvironment, startCli, stopServe, waitForLine } from '../support/cli-process.js';
 import { fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
 
 let files: ReturnType<typeof scratch>;
@@ -32,12 +32,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (serve && serve.exitCode === null) {
-    serve.kill('SIGTERM'); // the daemon closes: its agents are stopped, its files removed
-    const ended = await Promise.race([serve, new Promise((resolve) => setTimeout(() => resolve('late'), 10_000))]);
-    if (ended === 'late') serve.kill('SIGKILL');
-    await serve;
-  }
+  await stopServe(serve); // the daemon closes: its agents are stopped, its files removed
   files.cleanup();
 });
 
@@ -60,8 +55,8 @@ describe('agentvisor with a daemon', () => {
     expect(portTaken.exitCode).toBe(2);
     expect(portTaken.stderr).toContain(`Cannot listen on 127.0.0.1:${port}`);
     expect(table.exitCode).toBe(0);
-    expect(table.stdout.split('\n')[0]).toMatch(/^name +status +state +pid +uptime +restarts +sessions +last error$/);
-    expect(table.stdout).toMatch(/^fx +idle +idle +- +- +0 +0 +-$/m);
+    expect(table.stdout.split('\n')[0]).toMatch(/^name +status +state +pid +uptime +restarts +cpu +mem +sessions +last error$/);
+    expect(table.stdout).toMatch(/^fx +idle +idle +- +- +0 +- +- +0 +-$/m);
     const { agents } = JSON.parse(json.stdout) as AgentsBody;
     expect(agents.map((row) => row.name).sort()).toEqual(['claude', 'claude-stream-json', 'codex', 'echo', 'fx', 'gemini', 'locked']);
     expect(dashboard.stdout).toBe(`${info.url}/?token=${token}\n`);

@@ -69,3 +69,15 @@ export function waitForLine(stream: NodeJS.ReadableStream, matches: (line: strin
     lines.on('close', () => finish(new Error(`the output ended before ${what}`)));
   });
 }
+
+/**
+ * Ends a `serve` started by a test (afterAll, also when a test failed): SIGTERM, so the daemon
+ * stops its agents and removes its files; SIGKILL when it has not exited within 10 s.
+ */
+export async function stopServe(serve: ReturnType<typeof startCli> | undefined): Promise<void> {
+  if (!serve || serve.exitCode !== null) return;
+  serve.kill('SIGTERM');
+  const ended = await Promise.race([serve, new Promise((resolve) => setTimeout(() => resolve('late'), 10_000))]);
+  if (ended === 'late') serve.kill('SIGKILL');
+  await serve;
+}

@@ -84,13 +84,13 @@ describe('tables', () => {
     const now = 1_000_000;
     const base = { displayName: 'X', attempt: 0, containment: null, agentInfo: null, agentCapabilities: null, authMethods: null, restarts: 0, sessions: 0 };
     const agents: AgentRow[] = [
-      { ...base, name: 'echo', status: 'connected', state: 'connected.stable', pid: 4242, connectedAt: now - 90_000, restarts: 2, sessions: 1, lastError: null },
-      { ...base, name: 'codex', status: 'idle', state: 'idle', pid: null, connectedAt: null, lastError: { kind: 'not_installed', message: "Could not start Codex. Check that it's installed.", stderr: [] } },
+      { ...base, name: 'echo', status: 'connected', state: 'connected.stable', pid: 4242, connectedAt: now - 90_000, restarts: 2, sessions: 1, lastError: null, usage: { cpuPercent: 12.34, memoryBytes: 43_200_000, processes: 3, windowMs: 250 } },
+      { ...base, name: 'codex', status: 'idle', state: 'idle', pid: null, connectedAt: null, lastError: { kind: 'not_installed', message: "Could not start Codex. Check that it's installed.", stderr: [] }, usage: null },
     ];
     expect(renderTable(agents, agentColumns(now), { style: styleOf(false) }).split('\n')).toEqual([
-      'name   status     state              pid  uptime  restarts  sessions  last error',
-      'echo   connected  connected.stable  4242      1m         2         1  -',
-      "codex  idle       idle                 -       -         0         0  not_installed: Could not start Codex. Check that it's installed.",
+      'name   status     state              pid  uptime  restarts    cpu       mem  sessions  last error',
+      'echo   connected  connected.stable  4242      1m         2  12.3%  41.2 MiB         1  -',
+      "codex  idle       idle                 -       -         0      -         -         0  not_installed: Could not start Codex. Check that it's installed.",
       '',
     ]);
   });
@@ -101,9 +101,11 @@ describe('tables', () => {
     const name = 'reviewer-for-the-payments-service-backend';
     const agents: AgentRow[] = [
       { ...base, name, status: 'disconnected', state: 'disconnected.gaveUp', pid: null, connectedAt: null, restarts: 12, sessions: 3, lastError: { kind: 'agent_exited', message: 'The agent exited with code 1 after the handshake', stderr: [] } },
+      { ...base, name: 'a', status: 'connected', state: 'connected.stable', pid: 123456, connectedAt: now, lastError: null, usage: { cpuPercent: 187.25, memoryBytes: 1_610_612_736, processes: 9, windowMs: 250 } },
     ];
     const lines = renderTable(agents, agentColumns(now), { width: 80, style: styleOf(false) }).trimEnd().split('\n');
     expect(lines[1]!.startsWith(`${name}  disconnected`)).toBe(true);
     expect(lines[1]).toMatch(/…$/); // the last error is what was cut
+    expect(lines[2]).toMatch(/ 187\.3% +1\.50 GiB /); // the usage columns are not cut either
   });
 });
