@@ -10,6 +10,7 @@ import { defaultClassPolicies, type ClassPolicies, type ClassPolicy } from '../m
 import type { OverloadPolicy } from '../machines/supervisor.machine.js';
 import { realClock, type Clock } from '../core/clock.js';
 import { invalidOptions } from '../core/errors.js';
+import { runsOnThisHost } from '../core/runtime-spec.js';
 import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { ExtensionHandler } from '../runtime/acp-client-handlers.js';
@@ -301,10 +302,11 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
  * `agentHere`: the session's agent runs on this host (local or sandboxed), so a given `cwd`
  * must be a directory here; for a remote agent it is a path there, not checked.
  */
-export function resolveSessionOptions(input: SessionOptions, defaults: RuntimeSettings['sessions'], agentHere = true): SessionSettings {
+export function resolveSessionOptions(input: SessionOptions, defaults: RuntimeSettings['sessions'], agentHere = true, cwdLabel = 'Option session options.cwd'): SessionSettings {
   const options = parseOptions(sessionOptionsSchema, input, 'session options');
   return {
-    cwd: options.cwd !== undefined && agentHere ? existingDirectory(options.cwd, 'Option session options.cwd') : resolve(options.cwd ?? process.cwd()),
+    // A remote agent's cwd is a path on its host: taken as given, neither checked nor resolved here.
+    cwd: options.cwd === undefined ? process.cwd() : agentHere ? existingDirectory(options.cwd, cwdLabel) : options.cwd,
     cwdGiven: options.cwd !== undefined,
     ...(options.workspace ? { workspace: resolveWorkspacePaths(options.workspace) } : {}),
     roots: (options.additionalRoots ?? []).map((root) => resolve(root)),
@@ -336,11 +338,6 @@ export function resolveWorkspacePaths(spec: WorkspaceSpec): WorkspaceSpec {
   return spec.kind === 'git-worktree' ? { ...spec, repo: resolve(spec.repo) } : { ...spec, path: resolve(spec.path) };
 }
 
-/** Whether an agent of this spec runs on this host (local or sandboxed), so that its paths are this host's. */
-export function runsHere(spec: Pick<AgentSpec, 'runtime'>): boolean {
-  return spec.runtime === undefined || spec.runtime.kind === 'local' || spec.runtime.kind === 'sandbox';
-}
-
 /**
  * A validated spec's paths as the supervisor keeps them: its workspace's made absolute, and
  * the `cwd` of an agent that runs here made absolute and checked to be an existing directory
@@ -348,7 +345,7 @@ export function runsHere(spec: Pick<AgentSpec, 'runtime'>): boolean {
  * path where it runs, taken as it is.
  */
 export function resolveAgentSpecPaths(name: string, spec: AgentSpec): AgentSpec {
-  const cwd = spec.cwd !== undefined && runsHere(spec) ? existingDirectory(spec.cwd, `Invalid spec for agent "${name}": spec.cwd`, name) : spec.cwd;
+  const cwd = spec.cwd !== undefined && runsOnThisHost(spec.runtime?.kind) ? existingDirectory(spec.cwd, `Invalid spec for agent "${name}": spec.cwd`, name) : spec.cwd;
   return { ...spec, ...(cwd === undefined ? {} : { cwd }), ...(spec.workspace ? { workspace: resolveWorkspacePaths(spec.workspace) } : {}) };
 }
 

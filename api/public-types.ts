@@ -14,6 +14,7 @@
  * api/supervisor.ts and api/session.ts take their public types from here; api/options.ts and
  * the layers below never import this file (no cycle).
  */
+import type { StoredAgentSpec } from '../core/store.js';
 import type { AgentCapabilities, AuthMethod, ClientConnection, Implementation, InitializeResponse, SessionInfo } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
@@ -127,16 +128,10 @@ export interface AgentSummary {
  * An agent's spec as `agentSpec()` shows it: what it runs and how, with the names of its
  * environment variables but never their values (they may be secrets).
  */
-export interface AgentSpecSummary {
-  command: string;
-  args: string[];
-  /** Its working directory as given; null: the supervisor's, or its workspace's. */
-  cwd: string | null;
+export interface AgentSpecSummary extends Omit<StoredAgentSpec, 'displayName'> {
   protocol: 'acp' | 'stream-json' | 'pty';
   /** Where it runs: `local`, `sandbox`, `ssh`, `docker`, `kubernetes`. */
   runtime: string;
-  /** The names of the variables its `env` sets, sorted; the values are left out. */
-  envKeys: string[];
   /** Its own workspace's spec (docs/workspaces.md); null when it has none. */
   workspace: WorkspaceSpec | null;
   /** Its own timeouts, where it sets them (else the supervisor's apply). */

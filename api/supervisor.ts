@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import type { Actor, StateValue } from 'xstate';
 import { agentNameSchema, validateAgentSpec } from '../core/agent-spec.js';
+import { runsOnThisHost } from '../core/runtime-spec.js';
 import { describeSchemaIssue } from '../core/schema.js';
 import { failures, invalidOptions, toError } from '../core/errors.js';
 import { reopenMethod } from '../services/acp-client.service.js';
@@ -13,11 +14,12 @@ import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
 import { handleSignalsFor } from '../runtime/signal-handling.js';
 import { ResourceSampler } from '../runtime/resource-usage.js';
+import { storedSpec } from '../runtime/store-journal.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
 import { abortable } from '../util/abort.js';
-import { existingDirectory, maxTimerMs, resolveAgentSpecPaths, resolveOptions, resolvePruneOptions, resolveSessionOptions, runsHere } from './options.js';
+import { maxTimerMs, resolveAgentSpecPaths, resolveOptions, resolvePruneOptions, resolveSessionOptions } from './options.js';
 import type {
   AgentHandle,
   AgentSessionPage,
@@ -67,10 +69,11 @@ export class Supervisor {
   /** Stops handling host signals for this supervisor (runtime/signal-handling.ts). */
   private readonly releaseSignals: (() => void) | undefined;
   /** Each agent's last CPU sample (runtime/resource-usage.ts). */
-  private readonly usage = new ResourceSampler();
+  private readonly usage: ResourceSampler;
 
   constructor(options: SupervisorOptions = {}) {
     this.settings = resolveOptions(options);
+    this.usage = new ResourceSampler(this.settings.clockForTimers);
     this.runtime = new SupervisorRuntime(this.settings);
     this.actor = this.runtime.actor;
     for (const [name, spec] of Object.entries(options.agents ?? {})) this.register(name, spec);
@@ -170,13 +173,14 @@ export class Supervisor {
   /** The agent's spec, without its env values (their names only). Throws `unknown_agent`. */
   agentSpec(name: string): AgentSpecSummary {
     const spec = this.runtime.spec(agentName(name));
+    const { command, args, cwd, envNames } = storedSpec(spec); // env names, never values
     return {
-      command: spec.command,
-      args: [...(spec.args ?? [])],
-      cwd: spec.cwd ?? null,
+      command,
+      args,
+      cwd,
+      envNames,
       protocol: spec.protocol ?? 'acp',
       runtime: spec.runtime?.kind ?? 'local',
-      envKeys: Object.keys(spec.env ?? {}).sort(),
       workspace: spec.workspace ?? null,
       handshakeTimeoutMs: spec.handshakeTimeoutMs ?? null,
       shutdownTimeoutMs: spec.shutdownTimeoutMs ?? null,
@@ -378,8 +382,7 @@ export class Supervisor {
     const stored = await this.runtime.reader.find(sessionId, options.agent);
     const inStoredCwd = options.cwd === undefined && !options.workspace;
     // Its stored directory, unless the caller gives one: gone since, it is refused by name rather than handed to the agent.
-    if (inStoredCwd && this.agentRunsHere(stored.agent)) existingDirectory(stored.cwd, `The stored cwd of session ${sessionId}`, stored.agent);
-    const settings = this.sessionSettings({ ...(inStoredCwd ? { cwd: stored.cwd } : {}), ...options }, stored.agent);
+    const settings = this.sessionSettings({ ...(inStoredCwd ? { cwd: stored.cwd } : {}), ...options }, stored.agent, inStoredCwd ? `The stored cwd of session ${sessionId}` : undefined);
     return this.inWorkspace(stored.agent, settings, (settings) => this.openLoaded(stored.agent, sessionId, { ...settings, reopen: 'resume' }, options.signal));
   }
 
@@ -479,15 +482,15 @@ export class Supervisor {
   }
 
   /** A session's settings from its options; a git worktree needs a state directory. */
-  private sessionSettings(options: SessionOptions, agent: string): SessionSettings {
-    const settings = resolveSessionOptions(options, this.settings.sessions, this.agentRunsHere(agent));
+  private sessionSettings(options: SessionOptions, agent: string, cwdLabel?: string): SessionSettings {
+    const settings = resolveSessionOptions(options, this.settings.sessions, this.agentRunsHere(agent), cwdLabel);
     this.requireStateDirFor(settings.workspace, 'session options.workspace');
     return settings;
   }
 
   /** Whether the agent works with this host's files (a local or sandboxed one, or one not registered: checked as local). */
   private agentRunsHere(agent: string): boolean {
-    return !this.runtime.has(agent) || runsHere(this.runtime.spec(agent));
+    return !this.runtime.has(agent) || runsOnThisHost(this.runtime.spec(agent).runtime?.kind);
   }
 
   private requireStateDirFor(workspace: WorkspaceSpec | undefined, field: string): void {

@@ -128,3 +128,9 @@ export function formatPercent(percent: number): string {
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
+
+/** `text` on one line: each line break, with the blanks around it, made one space; cut to `maxLength` with an ellipsis. */
+export function oneLine(text: string, maxLength = Infinity): string {
+  const flat = text.replace(/\s*\n\s*/g, ' ');
+  return flat.length > maxLength ? `${flat.slice(0, maxLength - 1)}…` : flat;
+}

@@ -4,7 +4,7 @@
  * columns give way first and their cells end in `…`. Colour is added after padding, so the
  * codes never count towards a width.
  */
-import { formatBytes, formatDuration, formatPercent, type Style } from './output.js';
+import { formatBytes, formatDuration, formatPercent, oneLine, type Style } from './output.js';
 import type { AgentRow } from '../daemon/api-types.js';
 
 /** One column: its header, how to get a row's cell, and how it may be laid out. */
@@ -57,10 +57,6 @@ function fitWidths<T>(widths: number[], columns: ReadonlyArray<Column<T>>, width
     const widest = candidates.reduce((a, b) => (b.each > a.each ? b : a));
     widths[widest.index] = Math.max(floor(widest.index), widest.each - (total() - width));
   }
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ');
 }
 
 function cut(text: string, width: number): string {

@@ -4,7 +4,7 @@
  * `json` every event is one JSON line on stdout; in `quiet` only the answer, at the end.
  */
 import type { OutputFormat, Style } from './output.js';
-import { styleFor } from './output.js';
+import { oneLine, styleFor } from './output.js';
 
 /** The few fields of a session update the printer reads (ACP's `SessionUpdate`, loosely). */
 interface UpdateView {
@@ -80,7 +80,7 @@ export class TurnPrinter {
   /** A dim one-liner on stderr (text format only), on a line of its own. */
   note(text: string): void {
     if (this.format !== 'text') return;
-    this.status(this.err.dim(`· ${oneLine(text)}`));
+    this.status(this.err.dim(`· ${oneLine(text.replace(/\s+/g, ' ').trim(), 200)}`));
   }
 
   /** A line on stderr in every format but json's stdout: a notice the user should see. */
@@ -127,7 +127,3 @@ export class TurnPrinter {
 }
 
 /** One line, at most 200 characters. */
-function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > 200 ? `${flat.slice(0, 199)}…` : flat;
-}

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { invalidOptions } from './errors.js';
 import { describeSchemaIssue, noNul } from './schema.js';
 import { failureClasses, type FailureClass, type FailurePattern } from './failure-class.js';
-import { runtimeSpecSchema } from './runtime-spec.js';
+import { runsOnThisHost, runtimeSpecSchema } from './runtime-spec.js';
 import { workspaceSpecSchema } from './workspace-spec.js';
 
 /** Node's timers fire at once for a delay above 2^31 - 1 ms: no timing may be longer. */
@@ -105,7 +105,7 @@ export const agentSpecSchema = z.strictObject({
   /** This agent's own stop ladder: wait after SIGTERM before SIGKILL (default: the supervisor's). */
   killTimeoutMs: timeoutMsSchema.optional(),
 }).superRefine((spec, context) => {
-  const remote = spec.runtime !== undefined && spec.runtime.kind !== 'local' && spec.runtime.kind !== 'sandbox';
+  const remote = !runsOnThisHost(spec.runtime?.kind);
   if (spec.protocol === 'pty' && remote) {
     context.addIssue({ code: 'custom', path: ['runtime'], message: `cannot be ${spec.runtime!.kind} for protocol 'pty': a pseudo-terminal runs on this host (local or sandbox)` });
   }

@@ -64,3 +64,8 @@ export const runtimeSpecSchema = z.discriminatedUnion('kind', [
 
 export type RuntimeSpec = z.infer<typeof runtimeSpecSchema>;
 export type RuntimeKind = RuntimeSpec['kind'];
+
+/** Whether an agent of this runtime runs on this host (local or sandboxed): its paths are this host's, its pty too. */
+export function runsOnThisHost(kind: RuntimeKind | undefined): boolean {
+  return kind === undefined || kind === 'local' || kind === 'sandbox';
+}

@@ -3,7 +3,7 @@
  * view (`GET /v1/agents/:name/describe`): its row, its spec without env values, its sessions
  * and its workspaces.
  */
-import type { StoredSession, Supervisor } from '../index.js';
+import type { Session, StoredSession, Supervisor } from '../index.js';
 import type { AgentWatch } from './agent-watch.js';
 import type { AgentDescribeBody, AgentRow, SessionRow } from './api-types.js';
 import type { SessionDesk } from './session-desk.js';
@@ -26,6 +26,11 @@ export async function rowWithUsage(supervisor: Supervisor, agents: AgentWatch, n
   return row;
 }
 
+/** The store's row of an open session the store has not written yet (stamped `now`). */
+export function unwrittenSession(session: Session, now: number = Date.now()): StoredSession {
+  return { agent: session.agent, sessionId: session.id, cwd: session.cwd, title: null, state: session.status, stopReason: null, createdAt: now, updatedAt: now };
+}
+
 /** Everything about one agent. Throws `unknown_agent`. */
 export async function describeAgent(supervisor: Supervisor, agents: AgentWatch, desk: SessionDesk, name: string): Promise<AgentDescribeBody> {
   const spec = supervisor.agentSpec(name);
@@ -33,10 +38,10 @@ export async function describeAgent(supervisor: Supervisor, agents: AgentWatch, 
   // The open sessions the store has not written yet count too.
   const storedIds = new Set(stored.map((session) => session.sessionId));
   const now = Date.now();
-  const unwritten: StoredSession[] = supervisor
+  const unwritten = supervisor
     .openSessions(name)
     .filter((session) => !storedIds.has(session.id))
-    .map((session) => ({ agent: name, sessionId: session.id, cwd: session.cwd, title: null, state: session.status, stopReason: null, createdAt: now, updatedAt: now }));
+    .map((session) => unwrittenSession(session, now));
   const rows: SessionRow[] = [...unwritten, ...stored].map((session) => desk.row(session));
   const open = rows.filter((row) => row.live);
   const others = rows.filter((row) => !row.live);

@@ -63,9 +63,9 @@ export const subscribeMessage = z.strictObject({
  * its own working directory (the client's is what a relative path meant). A relative one is
  * `400 invalid_options`, like a directory that does not exist (the library's refusal).
  */
-export function absoluteCwd(cwd: string | undefined, field = 'cwd'): string | undefined {
+export function absoluteCwd(cwd: string | undefined): string | undefined {
   if (cwd === undefined || isAbsolute(cwd)) return cwd;
-  throw new ApiError(400, 'invalid_options', `Option ${field}: ${JSON.stringify(cwd)} is a relative path; the daemon needs an absolute one (resolve it against your own directory)`);
+  throw new ApiError(400, 'invalid_options', `Option cwd: ${JSON.stringify(cwd)} is a relative path; the daemon needs an absolute one (resolve it against your own directory)`);
 }
 
 /** Parses `value` or throws `400 invalid_request` naming each issue's path. */

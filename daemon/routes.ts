@@ -4,8 +4,8 @@
  * about agents: the supervisor's machines do.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { StoredSession, Supervisor } from '../index.js';
-import { describeAgent, rowsWithUsage, rowWithUsage } from './agent-describe.js';
+import type { Supervisor } from '../index.js';
+import { describeAgent, rowsWithUsage, rowWithUsage, unwrittenSession } from './agent-describe.js';
 import type { AgentWatch } from './agent-watch.js';
 import type { CancelBody, HealthBody, PromptResultBody, PromptStreamLine, SessionRow } from './api-types.js';
 import {
@@ -241,9 +241,7 @@ async function sessionRow(context: RouteContext, sessionId: string): Promise<Ses
   if (stored) return context.sessions.row(stored);
   const live = context.supervisor.openSessions().find((session) => session.id === sessionId);
   if (!live) throw new ApiError(404, 'session_not_found', `No session has the id "${sessionId}"`);
-  const now = Date.now();
-  const fallback: StoredSession = { agent: live.agent, sessionId, cwd: live.cwd, title: null, state: live.status, stopReason: null, createdAt: now, updatedAt: now };
-  return context.sessions.row(fallback);
+  return context.sessions.row(unwrittenSession(live));
 }
 
 function track(context: RouteContext, stream: NdjsonStream): NdjsonStream {

@@ -88,7 +88,7 @@ export type AgentEvent =
   /** The invoked `authenticate` of a parked agent was refused or lost its connection. */
   | { type: 'xstate.error.actor.authenticate'; error: unknown };
 
-export type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
+type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 
 /** The actor id of a session child, from the key of its opening. */
 export const sessionActorId = (key: string) => `session:${key}`;

@@ -83,6 +83,9 @@ const reportedFailureParams = ({ context, event }: { context: AgentContext; even
 /** What the waiting starts are answered with (`settleStarts`). */
 type StartOutcome = 'connected' | 'stopped' | 'lastError' | 'authRefusal' | 'lostDuringAuthentication';
 
+/** A start refused with the failure the agent waits on (or gave up with). */
+const lastErrorResult = (context: AgentContext): CommandResult => ({ ok: false, failure: context.lastError ?? failures.agentLost(context.displayName) });
+
 function startResult(context: AgentContext, event: AgentEvent, outcome: StartOutcome): CommandResult {
   switch (outcome) {
     case 'connected':
@@ -90,7 +93,7 @@ function startResult(context: AgentContext, event: AgentEvent, outcome: StartOut
     case 'stopped':
       return { ok: false, failure: failures.stoppedBeforeConnected(context.name) };
     case 'lastError':
-      return { ok: false, failure: context.lastError ?? failures.agentLost(context.displayName) };
+      return lastErrorResult(context);
     case 'authRefusal':
       return { ok: false, failure: authRefusal(context, 'error' in event ? event.error : undefined) };
     case 'lostDuringAuthentication':
@@ -174,7 +177,7 @@ export const agentMachine = setup({
     }),
     /** A start on a parked agent is answered at once with what it waits for. */
     refuseWithLastError: enqueueActions(({ enqueue, context }, params: { requestId: string | undefined }) => {
-      if (params.requestId !== undefined) settle(enqueue, context, [params.requestId], startResult(context, { type: 'stop' }, 'lastError'));
+      if (params.requestId !== undefined) settle(enqueue, context, [params.requestId], lastErrorResult(context));
     }),
     /** authenticate() of a connected agent: the agent's ACP authenticate, by a child beside the connection. */
     spawnReauthentication: enqueueActions(({ enqueue, context }) => {

@@ -99,7 +99,12 @@ function agentOf({ event }: { event: AgentCommandEvent | AgentRegistration }) {
   return { agent: event.agent };
 }
 function commandOf({ event }: { event: AgentCommandEvent }) {
-  return { agent: event.agent, requestId: event.requestId };
+  return { agent: event.agent, requestId: event.requestId, type: event.type };
+}
+
+/** Why a command is refused during shutdown (also once the machine has stopped: the runtime answers then). */
+export function shutdownRefusal(command: { agent: string; type: AgentCommandEvent['type'] }): AgentFailure {
+  return failures.shuttingDown(command.agent, command.type === 'session.admit' ? 'open a session on' : undefined);
 }
 function agentStatusOf({ event }: { event: SupervisorEvent }) {
   assertEvent(event, 'agent.status');
@@ -180,7 +185,7 @@ export const supervisorMachine = setup({
     // One action per reason, so the diagrams say why a command is refused.
     refuseUnknownAgent: emit((_, params: { agent: string; requestId: string }) => refusal(params, failures.unknownAgent(params.agent))),
     refuseAtAgentLimit: emit(({ context }, params: { agent: string; requestId: string }) => refusal(params, failures.limitReached(params.agent, context.maxAgents))),
-    refuseShuttingDown: emit((_, params: { agent: string; requestId: string; doing?: string }) => refusal(params, failures.shuttingDown(params.agent, params.doing))),
+    refuseShuttingDown: emit((_, params: { agent: string; requestId: string; type: AgentCommandEvent['type'] }) => refusal(params, shutdownRefusal(params))),
     admit: emit((_, params: { agent: string; requestId: string }): CommandSettled => ({ type: 'command.settled', agent: params.agent, requestId: params.requestId, result: { ok: true } })),
     stopAllAgents: enqueueActions(({ enqueue, context }) => {
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'stop' });
@@ -289,7 +294,7 @@ export const supervisorMachine = setup({
         'agent.reconnect': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
         'agent.authenticate': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
         'session.admit': {
-          actions: { type: 'refuseShuttingDown', params: ({ event }) => ({ ...commandOf({ event }), doing: 'open a session on' }) },
+          actions: { type: 'refuseShuttingDown', params: commandOf },
           description: 'No session is opened during shutdown (no workspace is made for one).',
         },
         'agent.stop': [

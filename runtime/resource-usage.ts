@@ -5,7 +5,7 @@
  * costs nothing extra); otherwise it samples, waits {@link freshWindowMs} and samples again.
  * Asked again within {@link minWindowMs}, it answers what it last measured, reading nothing.
  */
-import { setTimeout as delay } from 'node:timers/promises';
+import { clockNow, realClock, type Clock } from '../core/clock.js';
 import { readProcTable, type ProcTable } from '../services/containment/proc-table.js';
 import { clockTicksPerSecond, processTreeOf, readProcessCost, readUptimeSeconds } from '../services/containment/proc-usage.js';
 
@@ -46,7 +46,8 @@ export class ResourceSampler {
   /** Each agent's last sample, and what it answered with it (none yet while a fresh window runs). */
   private readonly last = new Map<string, { pid: number; sample: Sample; usage?: ResourceUsage }>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /** `clock`: the supervisor's (a SimulatedClock in tests), for the time and the fresh window's wait. */
+  constructor(private readonly clock: Clock = realClock) {}
 
   /**
    * The usage of each agent that has a process (`pid`) on this host; null for the others, and
@@ -54,7 +55,7 @@ export class ResourceSampler {
    */
   async sample(agents: ReadonlyArray<{ name: string; pid: number | null }>): Promise<Map<string, ResourceUsage | null>> {
     const result = new Map<string, ResourceUsage | null>(agents.map(({ name }) => [name, null]));
-    const now = this.now();
+    const now = clockNow(this.clock);
     const live: Array<{ name: string; pid: number }> = [];
     for (const { name, pid } of agents) {
       const previous = this.last.get(name);
@@ -76,7 +77,7 @@ export class ResourceSampler {
         const sample = first.samples.get(name);
         if (sample) this.last.set(name, { pid, sample });
       }
-      await delay(freshWindowMs);
+      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, freshWindowMs));
       first = this.snapshot(live) ?? first;
     }
     for (const { name, pid } of live) {
@@ -101,7 +102,7 @@ export class ResourceSampler {
     } catch {
       return null;
     }
-    const at = this.now();
+    const at = clockNow(this.clock);
     const uptime = readUptimeSeconds() ?? 0;
     const samples = new Map<string, Sample>();
     for (const { name, pid } of agents) {

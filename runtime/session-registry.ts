@@ -117,7 +117,7 @@ export interface SessionRegistryDependencies {
   /** Hears `close()` before the session is told: its workspace notes whether it was busy. */
   closing?(record: SessionRecord): void;
   /** A session machine's question timed out: its broker answers it `cancelled`. */
-  askExpired?(requestId: string): void;
+  askExpired(requestId: string): void;
   /** After a session stopped and its terminals are gone, before `released` resolves: its workspace's cleanup. */
   ended?(record: SessionRecord): Promise<void> | void;
 }
@@ -217,7 +217,7 @@ export class SessionRecord {
    * Follows the actor's status, stall and expired-question reports; `onStopped` releases the
    * session, `onAskExpired` has the question's broker answer it `cancelled`.
    */
-  attach(events: EventHub<RuntimeEvents>, onStopped: () => void, onAskExpired: (requestId: string) => void = () => {}): void {
+  attach(events: EventHub<RuntimeEvents>, onStopped: () => void, onAskExpired: (requestId: string) => void): void {
     const actor = this.actor();
     if (!actor) return onStopped();
     const status = actor.on('status', ({ status: next }) => {
@@ -293,7 +293,7 @@ export class SessionRegistry {
     record.attach(
       this.deps.events,
       () => void this.release(record),
-      (requestId) => this.deps.askExpired?.(requestId),
+      (requestId) => this.deps.askExpired(requestId),
     );
     prepare?.(record);
     const waiting = this.early.get(agent);

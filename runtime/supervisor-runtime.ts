@@ -22,7 +22,7 @@ import type { AgentTimings } from '../machines/agent-events.js';
 import { agentMachine } from '../machines/agent.machine.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import { sessionMachine } from '../machines/session.machine.js';
-import { supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
+import { shutdownRefusal, supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
 import { acpMethods, sessionRequestExtras } from '../services/acp-client.service.js';
 import { AgentRecords, recordSpawned, type SweepResult } from '../services/agent-records.service.js';
 import { servedCapabilities } from '../services/runtimes/runtimes.js';
@@ -437,7 +437,7 @@ export class SupervisorRuntime {
     if (this.sweeping) return this.sweeping.then(() => this.command(event, options));
     if (this.actor.getSnapshot().status !== 'active') {
       if (event.type === 'agent.stop') return this.has(event.agent) ? Promise.resolve() : Promise.reject(toError(event.agent, failures.unknownAgent(event.agent)));
-      return Promise.reject(toError(event.agent, failures.shuttingDown(event.agent, event.type === 'session.admit' ? 'open a session on' : undefined)));
+      return Promise.reject(toError(event.agent, shutdownRefusal(event)));
     }
     if (event.type !== 'agent.stop') return request(this.actor, 'command.settled', event, event.agent, options);
     // A stop resolves once the agent is idle and the cleanup of its workspace, and of its

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import type { AgentDescribeBody } from '../../daemon/api-types.js';
-import { formatBytes, formatDuration, formatPercent, printJson, styleFor, type Style } from '../output.js';
+import { formatBytes, formatDuration, formatPercent, oneLine, printJson, styleFor, type Style } from '../output.js';
 import { renderTable } from '../table.js';
 import { agentPath, connect } from './agents.js';
 import { formatOption, type FormatOptions } from './options.js';
@@ -62,7 +62,7 @@ export function describeText(body: AgentDescribeBody, now: number, style: Style,
         ['cwd', spec.cwd ?? '-'],
         ['protocol', spec.protocol],
         ['runtime', spec.runtime],
-        ['env', spec.envKeys.length === 0 ? '-' : `${spec.envKeys.join(', ')} (values hidden)`],
+        ['env', spec.envNames.length === 0 ? '-' : `${spec.envNames.join(', ')} (values hidden)`],
         ['workspace', spec.workspace ? spec.workspace.kind : '-'],
         ['timeouts', timeouts.length === 0 ? "the supervisor's" : timeouts.join(', ')],
       ],
@@ -92,6 +92,3 @@ function quoted(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`;
 }
 
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ');
-}

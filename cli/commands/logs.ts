@@ -43,7 +43,7 @@ async function allLogs(options: LogsOptions, command: Command): Promise<void> {
   const client = connect(command);
   const names = (await client.request<AgentsBody>('GET', '/v1/agents')).agents.map((row) => row.name);
   const prefix = linePrefix(names, styleFor(process.stdout));
-  const show = (entry: LogEntry) => (options.format === 'json' ? printJson(entry) : process.stdout.write(`${prefix(entry.agent)}${entry.line}\n`));
+  const show = (entry: LogEntry) => print(entry, options, prefix(entry.agent));
   const lasts = await Promise.all(names.map((name) => lastLines(client, name, options.lines)));
   for (const entry of mergeByTime(lasts.map((last) => last.tail))) show(entry);
   if (!options.follow) return;
@@ -113,7 +113,8 @@ async function lastLines(client: DaemonClient, agent: string, count: number): Pr
   }
 }
 
-function print(entry: LogEntry, options: FormatOptions): void {
+/** One line: the entry in json, else its text after `prefix` (the agent's, for every agent's logs). */
+function print(entry: LogEntry, options: FormatOptions, prefix = ''): void {
   if (options.format === 'json') printJson(entry);
-  else process.stdout.write(`${entry.line}\n`);
+  else process.stdout.write(`${prefix}${entry.line}\n`);
 }

@@ -22,10 +22,10 @@
  * cgroups there are ever emptied or removed. Framework-free: node builtins only.
  */
 import { spawnSync } from 'node:child_process';
-import { type Dirent, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
+import { type Dirent, existsSync, mkdirSync, readdirSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import type { Containment, ContainedSpawn, ContainmentMechanism, SpawnRequest } from './containment.js';
-import { isRunningEntry, isRunningProcess, readProcEntry, startTimeOf } from './proc-table.js';
+import { isRunningEntry, isRunningProcess, readProcEntry, readProcFile, startTimeOf } from './proc-table.js';
 
 /** How the cgroups under a root are emptied, strongest first. */
 export type CgroupFlavor = 'v2' | 'v1-freezer' | 'v1-pids';
@@ -222,7 +222,7 @@ async function killFrozen(path: string, deadline: number): Promise<boolean> {
   try {
     // FREEZING may last while a member sleeps uninterruptibly; kill anyway after a while.
     const frozenBy = Math.min(deadline, Date.now() + killTimeoutMs / 4);
-    while (readText(state)?.trim() !== 'FROZEN' && Date.now() < frozenBy) await delay(pollMs);
+    while (readProcFile(state)?.trim() !== 'FROZEN' && Date.now() < frozenBy) await delay(pollMs);
     processesOf(memberIds(path)).forEach(signal);
     return true;
   } finally {
@@ -242,7 +242,7 @@ function runningMembers(path: string): number[] {
  */
 function memberIds(path: string): number[] {
   const files = cgroupTree(path).flatMap((dir) => ['cgroup.procs', 'tasks', 'cgroup.threads'].map((file) => join(dir, file)));
-  const ids = files.flatMap((file) => (readText(file) ?? '').split('\n'));
+  const ids = files.flatMap((file) => (readProcFile(file) ?? '').split('\n'));
   return [...new Set(ids.filter((id) => /^\d+$/.test(id)).map(Number))];
 }
 
@@ -264,7 +264,7 @@ function cgroupTree(path: string): string[] {
 
 /** The processes (thread-group ids) that thread ids belong to; a thread gone since is dropped. */
 function processesOf(ids: number[]): number[] {
-  const tgids = ids.map((id) => Number(/^Tgid:\s*(\d+)/m.exec(readText(`/proc/${id}/status`) ?? '')?.[1] ?? NaN));
+  const tgids = ids.map((id) => Number(/^Tgid:\s*(\d+)/m.exec(readProcFile(`/proc/${id}/status`) ?? '')?.[1] ?? NaN));
   return [...new Set(tgids.filter((tgid) => Number.isInteger(tgid) && tgid > 0))];
 }
 
@@ -386,16 +386,8 @@ function isOnCgroupMount(path: string): boolean {
     .some((mount) => (mount.fsType === 'cgroup' || mount.fsType === 'cgroup2') && path.startsWith(`${mount.mountPoint}${sep}`));
 }
 
-function readText(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
-
 function readLines(path: string): string[] {
-  return (readText(path) ?? '').split('\n').filter((line) => line !== '');
+  return (readProcFile(path) ?? '').split('\n').filter((line) => line !== '');
 }
 
 function tryWrite(path: string, value: string): boolean {

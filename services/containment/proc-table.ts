@@ -5,7 +5,7 @@
  * pair never is. Fast by design: one readdir of /proc, then one open/read/close per process
  * into a shared buffer (~10 µs a process), or only of the processes new since a previous scan.
  */
-import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 
 /** One process, as its /proc/<pid>/stat shows it. */
 export interface ProcEntry {
@@ -29,6 +29,12 @@ export interface ProcessIdentity {
   startTime: number;
 }
 
+/** One process's stat: its entry, and the CPU time it has spent so far. */
+export interface ProcStat extends ProcEntry {
+  /** User + system CPU time (utime + stime, fields 14 and 15), in clock ticks. */
+  cpuTicks: number;
+}
+
 /** Every process of a scan, by pid. */
 export type ProcTable = Map<number, ProcEntry>;
 
@@ -40,14 +46,14 @@ const readBuffer = Buffer.allocUnsafe(4096);
  * hold spaces and parentheses, so the fields after it start at the LAST ')'. Null when the
  * text is not a stat line.
  */
-export function parseStat(text: string): ProcEntry | null {
+export function parseStat(text: string): ProcStat | null {
   const open = text.indexOf(' (');
   const close = text.lastIndexOf(')');
   if (open < 1 || close < open) return null;
   // After ") ": field 3 (state) is index 0, so field N is index N - 3.
   const fields = text.slice(close + 2).split(' ', 20);
   if (fields.length < 20) return null;
-  const entry: ProcEntry = {
+  const entry: ProcStat = {
     pid: Number(text.slice(0, open)),
     ppid: Number(fields[1]),
     pgid: Number(fields[2]),
@@ -55,8 +61,9 @@ export function parseStat(text: string): ProcEntry | null {
     state: fields[0]!,
     startTime: Number(fields[19]),
     comm: text.slice(open + 2, close),
+    cpuTicks: Number(fields[11]) + Number(fields[12]),
   };
-  const numbers = [entry.pid, entry.ppid, entry.pgid, entry.sid, entry.startTime];
+  const numbers = [entry.pid, entry.ppid, entry.pgid, entry.sid, entry.startTime, entry.cpuTicks];
   return numbers.every(Number.isSafeInteger) ? entry : null;
 }
 
@@ -76,8 +83,11 @@ export function readLastPid(): number | null {
   return last === undefined || !/^\d+$/.test(last) ? null : Number(last);
 }
 
-/** A small /proc file in one read (its text is made whole on the first read); null if unreadable. */
-function readProcFile(path: string): string | null {
+/**
+ * A small /proc (or cgroup) file in one read (its text is made whole on the first read); one
+ * that fills the buffer is read again whole. Null if unreadable.
+ */
+export function readProcFile(path: string): string | null {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -86,6 +96,7 @@ function readProcFile(path: string): string | null {
   }
   try {
     const length = readSync(fd, readBuffer, 0, readBuffer.length, 0);
+    if (length === readBuffer.length) return readFileSync(fd, 'utf8'); // larger: read whole (a positioned read left the offset at 0)
     return readBuffer.toString('utf8', 0, length);
   } catch {
     return null; // ESRCH: the process exited between open and read

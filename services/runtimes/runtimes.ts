@@ -5,7 +5,7 @@
  * and drives the stop ladder through it: no machine knows where an agent runs.
  */
 import type { AgentSpec } from '../../core/agent-spec.js';
-import type { RuntimeKind } from '../../core/runtime-spec.js';
+import { runsOnThisHost, type RuntimeKind } from '../../core/runtime-spec.js';
 import { supervisorInstance } from '../agent-records.service.js';
 import { dockerCommand, kubernetesCommand } from './container.runtime.js';
 import type { RuntimeCommand } from './runtime.js';
@@ -20,7 +20,7 @@ export type { RuntimeCommand };
  * terminals (`terminal/create` would run the command here, outside its sandbox).
  */
 export function servedCapabilities(runtime: RuntimeKind | undefined, capabilities: { fs: boolean; terminal: boolean }): { fs: boolean; terminal: boolean } {
-  const remote = runtime === 'ssh' || runtime === 'docker' || runtime === 'kubernetes';
+  const remote = !runsOnThisHost(runtime);
   return { fs: capabilities.fs && !remote, terminal: capabilities.terminal && !remote && runtime !== 'sandbox' };
 }
 

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDescribeBody, AgentsBody } from '../../daemon/api-types.js';
-import { cliEnvironment, startCli, waitForLine } from '../support/cli-process.js';
+import { cliEnvironment, startCli, stopServe, waitForLine } from '../support/cli-process.js';
 import { fixtureAgentScript, fixtureSpec, scratch } from '../support/real-agents.js';
 
 let files: ReturnType<typeof scratch>;
@@ -42,12 +42,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (serve && serve.exitCode === null) {
-    serve.kill('SIGTERM');
-    const ended = await Promise.race([serve, new Promise((resolve) => setTimeout(() => resolve('late'), 10_000))]);
-    if (ended === 'late') serve.kill('SIGKILL');
-    await serve;
-  }
+  await stopServe(serve);
   files.cleanup();
 });
 
@@ -66,11 +61,17 @@ describe('pm2 habits', () => {
   });
 
   it('logs -f without a name follows every agent at once until Ctrl-C', async () => {
-    const follow = cli('logs', '-f', '--lines', '0');
-    // Nothing old is shown with --lines 0; new lines of any agent are, with their names.
+    const follow = cli('logs', '-f', '--lines', '1');
+    // The last line of each agent first: once both are shown, the cursor the streams follow from is taken.
+    const shown = { fx: 0, busy: 0 };
+    await waitForLine(follow.stdout, (line) => {
+      if (/^fx +\| fx says hello$/.test(line)) shown.fx += 1;
+      if (/^busy +\| busy says hi$/.test(line)) shown.busy += 1;
+      return shown.fx === 1 && shown.busy === 1;
+    }, 'the last line of each agent');
+    // New lines of any agent are shown, with their names.
     const fxAgain = waitForLine(follow.stdout, (line) => /^fx +\| fx says hello$/.test(line), 'fx restarted');
     const busyAgain = waitForLine(follow.stdout, (line) => /^busy +\| busy says hi$/.test(line), 'busy restarted');
-    await new Promise((resolve) => setTimeout(resolve, 500)); // its streams are open
     expect((await cli('restart', 'fx')).exitCode).toBe(0);
     await fxAgain;
     expect((await cli('restart', 'busy')).exitCode).toBe(0);
@@ -78,7 +79,7 @@ describe('pm2 habits', () => {
     follow.kill('SIGINT');
     const ended = await follow;
     expect(ended.exitCode).toBe(130);
-    expect(ended.stdout.trimEnd().split('\n')).toHaveLength(2);
+    expect(ended.stdout.trimEnd().split('\n')).toHaveLength(4); // the last line of each, and each one's new line
   });
 
   it("ls shows each agent's CPU and memory (its whole process tree); --format json carries the numbers", async () => {
@@ -123,7 +124,7 @@ describe('pm2 habits', () => {
     const body = JSON.parse(json.stdout) as AgentDescribeBody;
     expect(body.agent).toMatchObject({ name: 'envy', status: 'connected', restarts: 0, sessions: 1 });
     expect(body.agent.usage!.memoryBytes).toBeGreaterThan(0);
-    expect(body.spec).toMatchObject({ command: process.execPath, envKeys: ['SECRET_TOKEN'], protocol: 'acp', runtime: 'local', handshakeTimeoutMs: 9000 });
+    expect(body.spec).toMatchObject({ command: process.execPath, envNames: ['SECRET_TOKEN'], protocol: 'acp', runtime: 'local', handshakeTimeoutMs: 9000 });
     expect(body.sessions).toEqual([expect.objectContaining({ agent: 'envy', name: 'notes', live: true })]);
     expect(body.workspaces).toEqual([]);
 

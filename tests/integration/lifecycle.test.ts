@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { AgentError, createSupervisor } from '../../index.js';
 import { streamClosedGraceMs } from '../../machines/agent.machine.js';
-import { agentState, eventually, fixtureSpec, isRunning, recordEvents, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
+import { agentState, command, eventually, fixtureSpec, isRunning, pendingDelays, recordEvents, waitForStatus, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
 
@@ -129,20 +129,24 @@ describe('connected → disconnected → reconnecting → connected', () => {
 
   it('an agent that closes its ACP stream and keeps running is killed after the stream grace, on the clock', async () => {
     const clock = new SimulatedClock();
-    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec(['--close-stdout-after-initialize']) } });
+    env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
     const { pid } = await env.supervisor.ensureAgent('fixture');
+    const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    expect(pendingDelays(clock)).not.toContain(streamClosedGraceMs);
+    const turn = session.prompt(command({ op: 'close-stdout' })).catch((error: unknown) => error);
     const agentContext = () => env.supervisor!.actor.getSnapshot().children['fixture']!.getSnapshot().context as { connectionOpen: boolean };
     await eventually(() => !agentContext().connectionOpen, 'the agent to close its stdout');
     expect(isRunning(pid), 'it keeps running without its stream').toBe(true);
+    // The grace is a timer on the supervisor's clock, due in streamClosedGraceMs (a real-time timer would not be here).
+    expect(pendingDelays(clock)).toContain(streamClosedGraceMs);
     clock.increment(streamClosedGraceMs - 1);
-    // Longer than the grace in real time: the grace runs on the supervisor's clock, nothing else kills it.
-    await new Promise((resolve) => setTimeout(resolve, streamClosedGraceMs + 500));
     expect(isRunning(pid), 'nothing is killed before the grace elapses on the clock').toBe(true);
     expect(env.supervisor.getStatus('fixture')).toBe('connected');
     clock.increment(1);
     await waitForStatus(env.supervisor, 'fixture', 'reconnecting');
     expect(isRunning(pid)).toBe(false);
     expect(env.supervisor.list()[0]!.lastError).toMatchObject({ kind: 'agent_exited', signal: 'SIGKILL', detail: expect.stringContaining('its ACP stream closed') });
+    expect(await turn).toMatchObject({ kind: 'agent_exited' });
   });
 
   it('a crash loop stops after maxAttempts and stays disconnected', async () => {

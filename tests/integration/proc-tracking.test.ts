@@ -284,7 +284,7 @@ describe('parseStat', () => {
     const fields = Array.from({ length: 49 }, (_, index) => String(index + 3));
     fields.splice(0, 4, 'S', '7', '8', '9');
     fields[19] = '123456';
-    expect(parseStat(`42 (a) b (c ) ${fields.join(' ')}\n`)).toEqual({ pid: 42, ppid: 7, pgid: 8, sid: 9, state: 'S', startTime: 123456, comm: 'a) b (c ' });
+    expect(parseStat(`42 (a) b (c ) ${fields.join(' ')}\n`)).toEqual({ pid: 42, ppid: 7, pgid: 8, sid: 9, state: 'S', startTime: 123456, comm: 'a) b (c ', cpuTicks: 14 + 15 }); // utime + stime: fields 14 and 15
     expect(parseStat('not a stat line')).toBeNull();
   });
 

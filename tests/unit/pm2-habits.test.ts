@@ -5,13 +5,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
 import { describeText } from '../../cli/commands/describe.js';
 import { linePrefix, mergeByTime } from '../../cli/commands/logs.js';
 import { formatBytes, formatPercent, styleOf } from '../../cli/output.js';
 import type { AgentDescribeBody } from '../../daemon/api-types.js';
-import { ResourceSampler } from '../../runtime/resource-usage.js';
-import { readProcTable, type ProcEntry, type ProcTable } from '../../services/containment/proc-table.js';
-import { parseCpuTicks, parseRssBytes, processTreeOf, readProcessCost } from '../../services/containment/proc-usage.js';
+import { freshWindowMs, ResourceSampler } from '../../runtime/resource-usage.js';
+import { parseStat, readProcTable, type ProcEntry, type ProcTable } from '../../services/containment/proc-table.js';
+import { parseRssBytes, processTreeOf, readProcessCost } from '../../services/containment/proc-usage.js';
 
 const linux = process.platform === 'linux';
 const spawned: ChildProcess[] = [];
@@ -27,9 +28,24 @@ afterEach(() => {
 
 /** A process group of its own: a shell that starts `script` in node in the background, then sleeps. */
 function spawnTree(script: string): ChildProcess {
-  const child = spawn('/bin/sh', ['-c', `"${process.execPath}" -e '${script}' & exec sleep 30`], { detached: true, stdio: 'ignore' });
+  const child = spawn('/bin/sh', ['-c', `"${process.execPath}" -e '${script}' & exec sleep 30`], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
   spawned.push(child);
   return child;
+}
+
+/** Until `child` prints `line`; fails when it has not within `ms`. */
+function printed(child: ChildProcess, line: string, ms: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`no "${line}" from pid ${child.pid} within ${ms} ms (got ${JSON.stringify(text)})`)), ms);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      if (text.split('\n').includes(line)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
 }
 
 const entry = (pid: number, ppid: number, pgid: number, sid: number, startTime = 100): ProcEntry => ({ pid, ppid, pgid, sid, state: 'S', startTime, comm: 'x' });
@@ -37,8 +53,8 @@ const entry = (pid: number, ppid: number, pgid: number, sid: number, startTime =
 describe('/proc parsing', () => {
   it('reads utime + stime after the last ")" of a stat line, and VmRSS in bytes', () => {
     const stat = '4242 (a (weird) name) S 1 4242 4242 0 -1 4194304 500 0 0 0 1234 56 0 0 20 0 1 0 98765 1000000 2000 18446744073709551615';
-    expect(parseCpuTicks(stat)).toBe(1234 + 56);
-    expect(parseCpuTicks('garbage')).toBeNull();
+    expect(parseStat(stat)?.cpuTicks).toBe(1234 + 56);
+    expect(parseStat('garbage')).toBeNull();
     expect(parseRssBytes('Name:\tnode\nVmRSS:\t   41236 kB\nThreads:\t7\n')).toBe(41236 * 1024);
     expect(parseRssBytes('Name:\tkworker\n')).toBe(0);
   });
@@ -75,12 +91,9 @@ describe("an agent's processes", () => {
 
   it.runIf(linux)('cost the CPU and memory of the whole tree: a child burning a core counts, one holding memory too', async () => {
     const burner = spawnTree('const end = Date.now() + 20000; while (Date.now() < end);');
-    const holder = spawnTree('const keep = Buffer.alloc(96 * 1024 * 1024, 1); setInterval(() => keep[0]++, 1000);');
+    const holder = spawnTree('const keep = Buffer.alloc(96 * 1024 * 1024, 1); console.log("ready"); setInterval(() => keep[0]++, 1000);');
     // Until node has started and touched its memory (a loaded host starts it slowly).
-    const watcher = new ResourceSampler();
-    for (let deadline = Date.now() + 10_000; Date.now() < deadline; ) {
-      if (((await watcher.sample([{ name: 'holder', pid: holder.pid! }])).get('holder')?.memoryBytes ?? 0) > 96 * 1024 * 1024) break;
-    }
+    await printed(holder, 'ready', 10_000);
     const sampler = new ResourceSampler();
     const first = await sampler.sample([
       { name: 'burner', pid: burner.pid! },
@@ -94,21 +107,24 @@ describe("an agent's processes", () => {
     expect(burning.cpuPercent).toBeGreaterThan(5); // a core, shared with whatever else this (busy) host runs
     const holding = first.get('holder')!;
     expect(holding.memoryBytes).toBeGreaterThan(96 * 1024 * 1024);
-    // Asked again soon: measured since the last sample, at no extra wait.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const again = (await sampler.sample([{ name: 'burner', pid: burner.pid! }])).get('burner')!;
-    expect(again.windowMs).toBeGreaterThanOrEqual(300); // since the first sample, not a fresh 250 ms
-    expect(again.cpuPercent).toBeGreaterThan(5);
-    // Asked again within 100 ms (on its clock): the last answer, nothing read.
-    let clock = 1_000_000;
-    const quick = new ResourceSampler(() => clock);
-    const answered = (await quick.sample([{ name: 'burner', pid: burner.pid! }])).get('burner');
-    clock += 99;
-    expect((await quick.sample([{ name: 'burner', pid: burner.pid! }])).get('burner')).toBe(answered);
+    // On the supervisor's clock: a fresh window is 250 ms on it; asked again later, measured since
+    // the last sample at no extra wait; asked again within 100 ms, the last answer, nothing read.
+    const clock = new SimulatedClock();
+    clock.set(1_000_000);
+    const timed = new ResourceSampler(clock);
+    const fresh = timed.sample([{ name: 'burner', pid: burner.pid! }]);
+    clock.increment(freshWindowMs); // the wait is on the clock
+    expect((await fresh).get('burner')!.windowMs).toBe(freshWindowMs);
+    clock.increment(700);
+    const later = (await timed.sample([{ name: 'burner', pid: burner.pid! }])).get('burner')!;
+    expect(later.windowMs).toBe(700); // since the last sample, not a fresh window
+    clock.increment(99);
+    expect((await timed.sample([{ name: 'burner', pid: burner.pid! }])).get('burner')).toBe(later);
     // Gone: null.
     process.kill(-burner.pid!, 'SIGKILL');
     await new Promise((resolve) => burner.once('exit', resolve));
-    expect((await sampler.sample([{ name: 'burner', pid: burner.pid! }])).get('burner')).toBeNull();
+    clock.increment(100); // past the window in which the last answer is repeated
+    expect((await timed.sample([{ name: 'burner', pid: burner.pid! }])).get('burner')).toBeNull();
   });
 });
 
@@ -151,7 +167,7 @@ describe('describe', () => {
       sessions: 0,
       usage: null,
     },
-    spec: { command: 'codex-acp', args: ['--model', 'gpt 5'], cwd: null, protocol: 'acp', runtime: 'local', envKeys: ['OPENAI_API_KEY'], workspace: null, handshakeTimeoutMs: null, shutdownTimeoutMs: 500, killTimeoutMs: null },
+    spec: { command: 'codex-acp', args: ['--model', 'gpt 5'], cwd: null, protocol: 'acp', runtime: 'local', envNames: ['OPENAI_API_KEY'], workspace: null, handshakeTimeoutMs: null, shutdownTimeoutMs: 500, killTimeoutMs: null },
     sessions: [],
     sessionsTotal: 0,
     workspaces: [],
