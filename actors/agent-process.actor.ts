@@ -50,11 +50,11 @@ export interface AgentProcessDependencies {
   /** Hears every line an agent writes to stderr. */
   onStderrLine?(agent: string, line: string): void;
   /**
-   * The agent's workspace (docs/workspaces.md), made before the spawn: resolves with the
-   * directory the agent runs in, rejects with the reason (kind `workspace_failed`); null
-   * when the agent has none.
+   * Whether the agent has a workspace (docs/workspaces.md): then the process asks its agent
+   * machine for it (`workspace.acquire`) and spawns once the machine answers with the
+   * directory (`workspace.ready`), or not at all (`workspace.failed`: kind `workspace_failed`).
    */
-  prepareWorkspace?(agent: string): Promise<string> | null;
+  hasWorkspace?(agent: string): boolean;
   /** The supervisor's clock (epoch ms): the time every report but `initialized` carries. Date.now by default. */
   now?(): number;
   /**
@@ -141,8 +141,15 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       if (!released) sendBack(event.type === 'process.initialized' || event.type === 'process.connectionClosed' ? event : { ...event, at: now() });
     };
     const spec = deps.getSpec(input.agent);
-    const preparing = deps.prepareWorkspace?.(input.agent) ?? null;
     const previous = deps.exits?.of(input.agent) ?? null;
+    let preparing: Promise<string> | null = null;
+    let workspaceAnswer: { ready(path: string): void; failed(message: string): void } | null = null;
+    if (deps.hasWorkspace?.(input.agent)) {
+      preparing = new Promise<string>((resolve, reject) => {
+        workspaceAnswer = { ready: resolve, failed: (message) => reject(new Error(message)) };
+      });
+      sendBack({ type: 'workspace.acquire' });
+    }
     if (!preparing && !previous) {
       const running = runProcess(deps, input.agent, spec, report);
       receive((command) => running.command(command));
@@ -171,6 +178,8 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       },
     );
     receive((command) => {
+      if (command.type === 'workspace.ready') return workspaceAnswer?.ready(command.path);
+      if (command.type === 'workspace.failed') return workspaceAnswer?.failed(command.message);
       if (running) running.command(command);
       else stopAsked = true;
     });

@@ -18,6 +18,7 @@ import { storedSpec } from '../runtime/store-journal.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
 import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
+import { abandonHold } from '../runtime/workspace-holds.js';
 import { abortable } from '../util/abort.js';
 import { maxTimerMs, resolveAgentSpecPaths, resolveOptions, resolvePruneOptions, resolveSessionOptions } from './options.js';
 import type {
@@ -501,25 +502,25 @@ export class Supervisor {
 
   /** Where a session works: its own cwd or workspace, else its agent's workspace, else the host's cwd. */
   private sessionCwd(agent: string, settings: SessionSettings): string {
-    return settings.cwdGiven || settings.lease ? settings.cwd : (this.runtime.workspaces.agentPath(agent) ?? settings.cwd);
+    return settings.cwdGiven || settings.heldWorkspace ? settings.cwd : (this.runtime.workspaces.agentPath(agent) ?? settings.cwd);
   }
 
   /**
-   * Opens a session in its own workspace when it asks for one: the workspace first (nothing
-   * is started when it fails: `workspace_failed`), then `open` with it as the cwd. A workspace
-   * that no session ended up holding is abandoned: one made for it is removed again.
+   * Opens a session in its own workspace when it asks for one: the workspace first (its hold,
+   * spawned by the agent's machine; nothing is started when it fails: `workspace_failed`),
+   * then `open` with it as the cwd. A workspace that no session ended up holding is abandoned:
+   * its hold removes a worktree it made.
    */
   private async inWorkspace(agent: string, settings: SessionSettings, open: (settings: SessionSettings) => Promise<SessionRecord>): Promise<Session> {
     if (!settings.workspace) return this.sessionFace(await open(settings));
-    await this.runtime.command({ type: 'session.admit', agent }); // the supervisor machine refuses during shutdown
-    const lease = await this.runtime.sessionWorkspace(agent, settings.workspace);
-    const held = () => this.runtime.sessions.all().some((record) => record.resources.workspace === lease);
+    const workspace = await this.runtime.sessionWorkspace(agent, settings.workspace);
+    const held = () => this.runtime.sessions.all().some((record) => record.resources.workspace === workspace);
     try {
-      const record = await open({ ...settings, cwd: lease.path, lease });
-      if (!held()) await this.runtime.workspaces.abandon(lease); // an open session of that id answered
+      const record = await open({ ...settings, cwd: workspace.path, heldWorkspace: workspace });
+      if (!held()) await abandonHold(workspace); // an open session of that id answered
       return this.sessionFace(record);
     } catch (error) {
-      if (!held()) await this.runtime.workspaces.abandon(lease);
+      if (!held()) await abandonHold(workspace);
       throw error;
     }
   }

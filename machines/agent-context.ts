@@ -25,6 +25,7 @@ import { parkedWaitMs, restartsWithin, retriesByItself, type ClassPolicy } from 
 import { classifyFailure } from './policies/failure-class.policy.js';
 import { isRetryable } from './policies/retry.policy.js';
 import type { SessionOpenEvent } from './session-events.js';
+import type { WorkspaceHoldReport } from './workspace.machine.js';
 
 export interface AgentContext {
   name: string;
@@ -70,6 +71,12 @@ export interface AgentContext {
   authMethods: AuthMethodSummary[];
   /** The supervisor is overloaded: no automatic restart until it is reset. */
   restartsHeld: boolean;
+  /**
+   * The workspace holds this agent runs (docs/workspaces.md), by actor id: its own
+   * (`workspace`, value null) and its sessions' (`workspace:<hold>`, value the key of the
+   * session that uses it once it opened). A stop waits until every one is over.
+   */
+  workspaceHolds: Record<string, string | null>;
 }
 
 export type AgentEvent =
@@ -80,6 +87,7 @@ export type AgentEvent =
   | AgentFailureReport
   | RestartHold
   | { type: 'session.forget'; key: string }
+  | WorkspaceHoldReport
   /** authenticate() of a connected agent, run by a child beside the connection (`reauthenticate`): done, or refused. */
   | { type: 'xstate.done.actor.reauthenticate'; output: unknown }
   | { type: 'xstate.error.actor.reauthenticate'; error: unknown }
@@ -92,6 +100,24 @@ type EventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 
 /** The actor id of a session child, from the key of its opening. */
 export const sessionActorId = (key: string) => `session:${key}`;
+
+/** The actor id of the agent's own workspace hold. */
+export const ownWorkspaceId = 'workspace';
+
+/** The actor id of a session's workspace hold. */
+export const sessionWorkspaceId = (hold: string) => `workspace:${hold}`;
+
+/**
+ * Why a workspace must not be cleaned up as its holder stops: the first of `statuses` (a
+ * session's id and status) that was running a turn or awaiting a person's answer; else null.
+ */
+export function busyReason(agent: string, sessions: Array<{ sessionId: string; status: string }>): string | null {
+  for (const { sessionId, status } of sessions) {
+    if (status === 'awaiting_permission') return `session ${sessionId} of agent "${agent}" is awaiting a permission answer`;
+    if (status === 'running' || status === 'stalled') return `session ${sessionId} of agent "${agent}" is running a turn`;
+  }
+  return null;
+}
 
 /** What an agent action's `enqueue` is at run time: it also takes a named action with params. */
 type Enqueue = { emit(event: AgentEmitted): void };

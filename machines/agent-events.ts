@@ -6,6 +6,7 @@ import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import type { AgentErrorKind, AgentFailure, AuthMethodSummary, CommandResult } from '../core/errors.js';
 import type { FailurePattern, FailurePhase } from '../core/failure-class.js';
+import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { RestartPolicy } from './policies/backoff.policy.js';
 
 /** The agent lifecycle's top-level states, which are also its status strings. */
@@ -47,7 +48,12 @@ export type AgentCommand =
   /** authenticate(): the agent's ACP `authenticate` with one of its auth methods; answered once connected. */
   | { type: 'authenticate'; methodId: string; requestId?: string }
   /** While stopping: skip to the ladder's last rung (SIGKILL) now — a second interrupt. */
-  | { type: 'forceStop' };
+  | { type: 'forceStop' }
+  /**
+   * A session with its own workspace may be opened (the supervisor admitted it): the agent
+   * spawns the workspace's hold, actor id `workspace:<hold>`, and answers at once.
+   */
+  | { type: 'session.admit'; hold: string; workspace: WorkspaceSpec; requestId?: string };
 
 /** A session asks its agent to kill and restart its process (the stall policy `restart`). */
 export interface RestartRequest {
@@ -104,7 +110,9 @@ export type ProcessEvent =
   /** The ACP stream closed; the exit (or a kill after a grace) follows. */
   | { type: 'process.connectionClosed' }
   /** Sent once, when no process of the agent's group is left (or none ever started). */
-  | { type: 'process.exited'; exitCode: number | null; signal: string | null; stderr: string[]; reason: 'exit' | 'stream_closed'; at?: number };
+  | { type: 'process.exited'; exitCode: number | null; signal: string | null; stderr: string[]; reason: 'exit' | 'stream_closed'; at?: number }
+  /** Before its spawn: the agent has a workspace, and the process needs its directory (answered `workspace.ready` or `workspace.failed`). */
+  | { type: 'workspace.acquire' };
 
 /** Input of the authenticate actor: which agent, with which of its auth methods. */
 export interface AuthenticateInput {
@@ -122,7 +130,11 @@ export type ProcessCommand =
   | { type: 'closeInput' }
   | { type: 'terminate' }
   /** SIGKILL; `stream_closed`: because it kept running after closing its ACP stream (its exit says so). */
-  | { type: 'kill'; reason?: 'stream_closed' };
+  | { type: 'kill'; reason?: 'stream_closed' }
+  /** The agent's workspace is held: the process runs in `path`. */
+  | { type: 'workspace.ready'; path: string }
+  /** The agent's workspace could not be made: nothing is spawned (workspace_failed). */
+  | { type: 'workspace.failed'; message: string };
 
 /** The answer to one command that carried a `requestId`. */
 export interface CommandSettled {

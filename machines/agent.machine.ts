@@ -22,13 +22,16 @@ import type { ContainmentKind } from '../core/containment-kind.js';
 import { failures, type AgentFailure, type CommandResult } from '../core/errors.js';
 import {
   authRefusal,
+  busyReason,
   exceedsIntensity,
   lostDuringAuthentication,
   notifyParent,
   intensityFailure,
+  ownWorkspaceId,
   policyOf,
   reportedFailure,
   sessionActorId,
+  sessionWorkspaceId,
   settle,
   waitForLimit,
   willRetry,
@@ -50,6 +53,7 @@ import { restartsWithin, type ClassAction } from './policies/class-policy.js';
 import { backoffDelay, jitterRoll } from './policies/backoff.policy.js';
 import type { SessionMachineInput } from './session-events.js';
 import { sessionMachine } from './session.machine.js';
+import { workspaceMachine, type WorkspaceHoldInput } from './workspace.machine.js';
 
 export { sessionActorId, type AgentContext, type AgentEvent };
 
@@ -108,7 +112,7 @@ export const agentMachine = setup({
     input: {} as AgentMachineInput,
     emitted: {} as AgentEmitted,
   },
-  actors: { agentProcess: processActorPlaceholder, session: sessionMachine, authenticate: authenticatePlaceholder },
+  actors: { agentProcess: processActorPlaceholder, session: sessionMachine, authenticate: authenticatePlaceholder, workspace: workspaceMachine },
   delays: {
     backoff: ({ context }) => backoffDelay(context.attempt, context.restart, context.restart.jitter > 0 ? jitterRoll(context.jitterSeed, context.attempt) : 0),
     handshakeTimeout: ({ context }) => context.handshakeTimeoutMs,
@@ -143,6 +147,15 @@ export const agentMachine = setup({
     /** Somebody asked for a start while the agent was stopping. */
     hasStartRequests: ({ context }) => context.startRequests.length > 0,
     connectionIsOpen: ({ context }) => context.connectionOpen,
+    /** The agent's own workspace hold is running (made, being made, or being cleaned up). */
+    holdsOwnWorkspace: ({ context }) => Object.hasOwn(context.workspaceHolds, ownWorkspaceId),
+    /** No workspace hold of the agent or its sessions is left. */
+    holdsNoWorkspace: ({ context }) => Object.keys(context.workspaceHolds).length === 0,
+    /** The agent's own hold answered, and a process waits for its directory. */
+    processWaitsForOwnWorkspace: ({ context, event }) => {
+      assertEvent(event, ['workspace.held', 'workspace.failed']);
+      return event.id === ownWorkspaceId && context.processRunning;
+    },
     /** Disconnected for good (no automatic retry follows) with starts, or an authenticate(), still waiting. */
     givesUpWithWaitingStarts: ({ context }) => !willRetry(context) && (context.startRequests.length > 0 || context.pendingAuthMethod !== null),
   },
@@ -257,11 +270,64 @@ export const agentMachine = setup({
     allowAutoRetry: assign({ autoRetry: true }),
     /** A start a caller asked for: a fresh attempt count, and its failure goes to that caller, not to a retry. */
     beginCallerStart: assign({ attempt: 0, autoRetry: false }),
-    spawnSession: enqueueActions(({ enqueue, context }, params: { session: SessionMachineInput }) => {
+    spawnSession: enqueueActions(({ enqueue, context }, params: { session: SessionMachineInput; workspaceHold: string | undefined }) => {
       if (context.sessionKeys.includes(params.session.key)) return;
       enqueue.spawnChild('session', { id: sessionActorId(params.session.key), input: params.session });
       enqueue.assign({ sessionKeys: [...context.sessionKeys, params.session.key] });
+      // The session's own workspace is its from now on: a stop asks whether this session was busy.
+      if (params.workspaceHold !== undefined && Object.hasOwn(context.workspaceHolds, params.workspaceHold)) {
+        enqueue.assign({ workspaceHolds: { ...context.workspaceHolds, [params.workspaceHold]: params.session.key } });
+      }
     }),
+    /** The first spawn of a life: the agent's workspace hold, which makes the workspace. */
+    holdOwnWorkspace: enqueueActions(({ enqueue, context }) => {
+      const input: WorkspaceHoldInput = { actorId: ownWorkspaceId, agent: context.name, spec: null };
+      enqueue.spawnChild('workspace', { id: ownWorkspaceId, input });
+      enqueue.assign({ workspaceHolds: { ...context.workspaceHolds, [ownWorkspaceId]: null } });
+    }),
+    /** A restart: the hold checks that the workspace is still there (and makes it again if not). */
+    checkOwnWorkspace: sendTo(ownWorkspaceId, { type: 'workspace.acquire' }),
+    /** A session with its own workspace is admitted: its hold makes it; the caller waits for it by the hold's id. */
+    holdSessionWorkspace: enqueueActions(({ enqueue, context, event }) => {
+      assertEvent(event, 'session.admit');
+      const id = sessionWorkspaceId(event.hold);
+      const input: WorkspaceHoldInput = { actorId: id, agent: context.name, spec: event.workspace };
+      enqueue.spawnChild('workspace', { id, input });
+      enqueue.assign({ workspaceHolds: { ...context.workspaceHolds, [id]: null } });
+    }),
+    /** A hold is over (cleaned up, kept, or never made). */
+    forgetWorkspaceHold: enqueueActions(({ enqueue, context, event }) => {
+      assertEvent(event, ['workspace.ended', 'workspace.failed']);
+      const left = Object.fromEntries(Object.entries(context.workspaceHolds).filter(([id]) => id !== event.id));
+      enqueue(stopChild(event.id));
+      enqueue.assign({ workspaceHolds: left });
+    }),
+    passWorkspaceToProcess: sendTo('process', ({ event }) => {
+      assertEvent(event, 'workspace.held');
+      return { type: 'workspace.ready', path: event.path } satisfies ProcessCommand;
+    }),
+    failProcessWorkspace: sendTo('process', ({ event }) => {
+      assertEvent(event, 'workspace.failed');
+      return { type: 'workspace.failed', message: event.message } satisfies ProcessCommand;
+    }),
+    /**
+     * A stop begins: every workspace hold hears that its holder is ending, and whether a
+     * session was busy (a turn running, a person's answer awaited) — then its cleanup is
+     * refused. The agent's own workspace asks all its sessions; a session's, that session.
+     */
+    markWorkspacesEnding: enqueueActions(({ enqueue, context, self }) => {
+      const children = self.getSnapshot().children as Record<string, { getSnapshot(): { context?: { sessionId?: string; status?: string } } } | undefined>;
+      const statusOf = (key: string) => {
+        const session = children[sessionActorId(key)]?.getSnapshot().context;
+        return { sessionId: session?.sessionId ?? key, status: session?.status ?? 'stopped' };
+      };
+      const all = context.sessionKeys.map(statusOf);
+      for (const [id, key] of Object.entries(context.workspaceHolds)) {
+        const busy = id === ownWorkspaceId ? busyReason(context.name, all) : key === null ? null : busyReason(context.name, [statusOf(key)]);
+        enqueue.sendTo(id, { type: 'workspace.end', busy });
+      }
+    }),
+    releaseOwnWorkspace: sendTo(ownWorkspaceId, { type: 'workspace.release' }),
     forgetSession: enqueueActions(({ enqueue, context }, params: { key: string }) => {
       if (!context.sessionKeys.includes(params.key)) return;
       enqueue(stopChild(sessionActorId(params.key)));
@@ -318,9 +384,27 @@ export const agentMachine = setup({
     parkedWaitMs: null,
     pendingAuthMethod: null,
     authMethods: [],
+    workspaceHolds: {},
   }),
   initial: 'idle',
   on: {
+    'workspace.acquire': [
+      { guard: 'holdsOwnWorkspace', actions: 'checkOwnWorkspace', description: 'A restart: its workspace is checked (made again if it went missing).' },
+      { actions: 'holdOwnWorkspace', description: 'The first spawn since idle (or since the workspace failed): its workspace is made.' },
+    ],
+    'workspace.held': [
+      { guard: 'processWaitsForOwnWorkspace', actions: 'passWorkspaceToProcess', description: 'The agent\'s workspace is there: the process spawns in it.' },
+      { description: 'A session\'s workspace is there (its caller opens the session in it), or no process waits any more.' },
+    ],
+    'workspace.failed': [
+      { guard: 'processWaitsForOwnWorkspace', actions: ['forgetWorkspaceHold', 'failProcessWorkspace'], description: 'The agent\'s workspace could not be made: nothing is spawned (workspace_failed).' },
+      { actions: 'forgetWorkspaceHold', description: 'A session\'s workspace could not be made (its caller fails with workspace_failed).' },
+    ],
+    'workspace.ended': { actions: 'forgetWorkspaceHold', description: 'A workspace hold is over: cleaned up, kept, or left to its other holders.' },
+    'session.admit': {
+      actions: ['holdSessionWorkspace', { type: 'answerNow', params: requestIdOf }],
+      description: 'A session with its own workspace may open: its hold makes the workspace.',
+    },
     'session.forget': {
       actions: { type: 'forgetSession', params: ({ event }) => ({ key: event.key }) },
       description: 'A session was closed: drop its actor.',
@@ -505,7 +589,7 @@ export const agentMachine = setup({
           { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'Its stream just closed: wait for the loss and what follows it.' },
         ],
         'session.open': {
-          actions: { type: 'spawnSession', params: ({ event }) => ({ session: event.session }) },
+          actions: { type: 'spawnSession', params: ({ event }) => ({ session: event.session, workspaceHold: event.workspaceHold }) },
           description: 'session/new or session/load succeeded: a session child.',
         },
         restart: {
@@ -645,13 +729,13 @@ export const agentMachine = setup({
     },
     stopping: {
       description: 'The graceful stop ladder: close ACP and stdin, SIGTERM the group, SIGKILL the group.',
-      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'cancelClosedStreamGrace', 'endSessions', { type: 'settleStarts', params: { outcome: 'stopped' } }],
+      entry: [{ type: 'reportStatus', params: { status: 'stopping' } }, 'cancelClosedStreamGrace', 'markWorkspacesEnding', 'endSessions', { type: 'settleStarts', params: { outcome: 'stopped' } }],
       initial: 'checking',
       states: {
         checking: {
           description: 'Is there a process to stop?',
           always: [
-            { guard: 'hasNoProcess', target: '#agent.idle', description: 'No process (disconnected, or waiting out a backoff): nothing to stop.' },
+            { guard: 'hasNoProcess', target: 'releasingWorkspaces', description: 'No process (disconnected, or waiting out a backoff): nothing to stop.' },
             { target: 'closing' },
           ],
         },
@@ -671,16 +755,38 @@ export const agentMachine = setup({
           on: { forceStop: { description: 'Already at the last rung.' } },
           after: {
             killTimeout: {
-              target: '#agent.idle',
+              target: 'releasingWorkspaces',
               actions: 'releaseProcess',
               description: 'Not even SIGKILL ended it within killTimeoutMs (stuck in the kernel): stop waiting, release it.',
+            },
+          },
+        },
+        releasingWorkspaces: {
+          description: 'No process is left: the workspace holds are cleaned up (or kept) by their strategies before the agent is idle, so a stop answers after the cleanup.',
+          initial: 'checking',
+          always: { guard: 'holdsNoWorkspace', target: '#agent.idle', description: 'Every workspace hold of the agent and its sessions is over.' },
+          on: {
+            'process.exited': { description: 'A process given up on after SIGKILL exits at last: nothing more to release.' },
+            forceStop: { description: 'No process to kill: the cleanup under way finishes (a git command is never cut halfway).' },
+          },
+          states: {
+            checking: {
+              description: 'Does the agent hold a workspace of its own?',
+              always: [{ guard: 'holdsOwnWorkspace', target: 'releasingOwn' }, { target: 'awaitingSessions' }],
+            },
+            releasingOwn: {
+              description: 'Its own workspace is released now; its sessions\' are released by their sessions, once their terminals are gone.',
+              entry: 'releaseOwnWorkspace',
+            },
+            awaitingSessions: {
+              description: 'Its sessions\' workspaces are released by their sessions, once their terminals are gone.',
             },
           },
         },
       },
       on: {
         'process.spawned': { actions: { type: 'recordSpawn', params: spawnOf } },
-        'process.exited': { target: 'idle', actions: 'releaseProcess', description: 'No process of the group is left.' },
+        'process.exited': { target: '.releasingWorkspaces', actions: 'releaseProcess', description: 'No process of the group is left.' },
         'process.connectionClosed': { actions: 'markConnectionClosed', description: 'The ladder closed the stream (or the agent did): the ladder goes on, no other timer.' },
         forceStop: { target: '.killing', description: 'A forced shutdown (a second signal): SIGKILL now, without waiting out the earlier rungs.' },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },

@@ -85,4 +85,6 @@ export type SessionEmitted =
 export interface SessionOpenEvent {
   type: 'session.open';
   session: SessionMachineInput;
+  /** The actor id of the session's own workspace hold (`newSession(agent, { workspace })`), if it has one. */
+  workspaceHold?: string;
 }

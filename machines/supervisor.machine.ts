@@ -13,6 +13,7 @@
 import { assertEvent, assign, emit, enqueueActions, setup } from 'xstate';
 import { failures, type AgentFailure, type AuthMethodSummary } from '../core/errors.js';
 import type { FailurePattern } from '../core/failure-class.js';
+import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import { agentMachine } from './agent.machine.js';
 import { liveStatuses, type AgentReport, type AgentStatus, type AgentTimings, type CommandSettled } from './agent-events.js';
 import { restartsWithin } from './policies/class-policy.js';
@@ -63,8 +64,11 @@ export type AgentCommandEvent =
   | { type: 'agent.reconnect'; agent: string; requestId: string }
   | { type: 'agent.stop'; agent: string; requestId: string }
   | { type: 'agent.authenticate'; agent: string; methodId: string; requestId: string }
-  /** May a session be opened on this agent now (before its own workspace is made)? */
-  | { type: 'session.admit'; agent: string; requestId: string };
+  /**
+   * A session with its own workspace (docs/workspaces.md) asks to open: refused during
+   * shutdown; else its agent spawns the workspace's hold (actor id `workspace:<hold>`).
+   */
+  | { type: 'session.admit'; agent: string; hold: string; workspace: WorkspaceSpec; requestId: string };
 
 export type SupervisorEvent =
   | AgentRegistration
@@ -155,12 +159,14 @@ export const supervisorMachine = setup({
     }),
     /** The command, as the agent machine names it, to the agent's actor. */
     forwardToAgent: enqueueActions(({ enqueue, event }) => {
-      assertEvent(event, ['agent.ensure', 'agent.reconnect', 'agent.stop', 'agent.authenticate']);
+      assertEvent(event, ['agent.ensure', 'agent.reconnect', 'agent.stop', 'agent.authenticate', 'session.admit']);
       enqueue.sendTo(
         event.agent,
         event.type === 'agent.authenticate'
           ? { type: 'authenticate', methodId: event.methodId, requestId: event.requestId }
-          : { type: event.type === 'agent.ensure' ? 'ensure' : event.type === 'agent.reconnect' ? 'reconnect' : 'stop', requestId: event.requestId },
+          : event.type === 'session.admit'
+            ? { type: 'session.admit', hold: event.hold, workspace: event.workspace, requestId: event.requestId }
+            : { type: event.type === 'agent.ensure' ? 'ensure' : event.type === 'agent.reconnect' ? 'reconnect' : 'stop', requestId: event.requestId },
       );
     }),
     recordRestart: assign({
@@ -186,7 +192,6 @@ export const supervisorMachine = setup({
     refuseUnknownAgent: emit((_, params: { agent: string; requestId: string }) => refusal(params, failures.unknownAgent(params.agent))),
     refuseAtAgentLimit: emit(({ context }, params: { agent: string; requestId: string }) => refusal(params, failures.limitReached(params.agent, context.maxAgents))),
     refuseShuttingDown: emit((_, params: { agent: string; requestId: string; type: AgentCommandEvent['type'] }) => refusal(params, shutdownRefusal(params))),
-    admit: emit((_, params: { agent: string; requestId: string }): CommandSettled => ({ type: 'command.settled', agent: params.agent, requestId: params.requestId, result: { ok: true } })),
     stopAllAgents: enqueueActions(({ enqueue, context }) => {
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'stop' });
     }),
@@ -280,7 +285,7 @@ export const supervisorMachine = setup({
         ],
         'session.admit': [
           { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
-          { actions: { type: 'admit', params: commandOf }, description: 'A session may be opened (its own workspace made first).' },
+          { actions: 'forwardToAgent', description: 'A session may be opened: its agent makes its own workspace first.' },
         ],
         shutdown: { target: 'shuttingDown', description: 'shutdown(): stop every agent.' },
       },

@@ -26,7 +26,7 @@ import { TerminalSet } from '../services/terminals/terminal-set.js';
 import { abortable } from '../util/abort.js';
 import type { SessionRecord, SessionRegistry } from './session-registry.js';
 import type { Clock } from '../core/clock.js';
-import type { WorkspaceLease } from './workspace-registry.js';
+import type { SessionWorkspace } from './workspace-holds.js';
 
 /** A connected agent, as far as opening a session needs it. */
 export interface ConnectedAgent {
@@ -55,7 +55,7 @@ export interface SessionSettings {
   /** The session's own workspace, as the caller asked for it (docs/workspaces.md). */
   workspace?: WorkspaceSpec;
   /** That workspace, once made: `cwd` is its path, and it is the session's until it is released. */
-  lease?: WorkspaceLease;
+  heldWorkspace?: SessionWorkspace;
   /** `_meta` attached to session/new, load or resume. */
   meta?: Record<string, unknown>;
   /**
@@ -79,7 +79,7 @@ export class SessionOpener {
       /** Records a terminal's command for the orphan sweep, like the agents' own processes (null: no records). */
       recordTerminal?: (agent: string, command: string, pid: number, contained: Containment | null) => ProcessRecord | null;
       /** A session's workspace now belongs to the session (its id is known). */
-      claimWorkspace: (lease: WorkspaceLease, agent: string, sessionId: string) => void;
+      claimWorkspace: (workspace: SessionWorkspace, agent: string, sessionId: string) => void;
       /** The agent answered session/new or session/load with an error: its agent machine classifies it (a login, a limit). */
       refused?: (agent: string, error: AgentError, cause: unknown) => AgentError | void;
     },
@@ -152,13 +152,13 @@ export class SessionOpener {
         permissions: settings.permissions,
         elicitation: settings.elicitation,
         ...(settings.meta ? { meta: settings.meta } : {}),
-        workspace: settings.lease ?? null,
+        workspace: settings.heldWorkspace ?? null,
       },
       settings.onUpdate,
       replaying,
       prepare,
     );
-    if (settings.lease) this.deps.claimWorkspace(settings.lease, agent.name, sessionId);
+    if (settings.heldWorkspace) this.deps.claimWorkspace(settings.heldWorkspace, agent.name, sessionId);
     return record;
   }
 

@@ -20,7 +20,8 @@ import type { FsSandbox } from '../services/fs-sandbox.service.js';
 import type { TerminalSet } from '../services/terminals/terminal-set.js';
 import { EventHub } from '../util/event-hub.js';
 import { SessionState, stateUpdateKinds, type SessionStateFields } from './session-state.js';
-import type { WorkspaceEvents, WorkspaceLease } from './workspace-registry.js';
+import type { SessionWorkspace } from './workspace-holds.js';
+import type { WorkspaceEvents } from './workspace-registry.js';
 
 export type SessionActorRef = ActorRefFrom<typeof sessionMachine>;
 type AgentActorRef = ActorRefFrom<typeof agentMachine>;
@@ -104,7 +105,7 @@ export interface SessionResources {
   /** How this session's elicitations are answered (the supervisor's policy unless the session set its own). */
   elicitation: ElicitationPolicy;
   /** The session's own workspace (`newSession(agent, { workspace })`), cleaned up when it is released. */
-  workspace: WorkspaceLease | null;
+  workspace: SessionWorkspace | null;
 }
 
 export interface SessionRegistryDependencies {
@@ -279,7 +280,8 @@ export class SessionRegistry {
   ): SessionRecord {
     const { agent, sessionId } = input;
     const key = `${sessionId}#${++this.openings}`;
-    this.deps.agentActor(agent)?.send({ type: 'session.open', session: { ...input, key } });
+    const workspaceHold = resources.workspace?.actorId;
+    this.deps.agentActor(agent)?.send({ type: 'session.open', session: { ...input, key }, ...(workspaceHold !== undefined ? { workspaceHold } : {}) });
     const record = new SessionRecord(agent, sessionId, key, resources, () => this.deps.agentActor(agent), (change) =>
       this.deps.events.emit('session:state', { agent, sessionId, ...change }),
     );

@@ -11,6 +11,7 @@ import { createAgentProcessActor, ProcessExits } from '../actors/agent-process.a
 import { createAuthenticateActor } from '../actors/authenticate.actor.js';
 import { createLoadSessionActor } from '../actors/load-session.actor.js';
 import { createPromptTurnActor } from '../actors/prompt-turn.actor.js';
+import { createWorkspaceActors } from '../actors/workspace.actors.js';
 import { toFailurePatterns, type AgentSpec } from '../core/agent-spec.js';
 import { clockNow, type Clock } from '../core/clock.js';
 import { describeError, failures, toError, workspaceFailed, type AgentError, type AgentFailure } from '../core/errors.js';
@@ -18,10 +19,12 @@ import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { ElicitationPolicy } from '../core/elicitation.js';
 import type { PermissionPolicy } from '../core/permission-policy.js';
+import { busyReason, sessionWorkspaceId } from '../machines/agent-context.js';
 import type { AgentTimings } from '../machines/agent-events.js';
 import { agentMachine } from '../machines/agent.machine.js';
 import type { StallPolicy } from '../machines/session-events.js';
 import { sessionMachine } from '../machines/session.machine.js';
+import { workspaceMachine } from '../machines/workspace.machine.js';
 import { shutdownRefusal, supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
 import { acpMethods, sessionRequestExtras } from '../services/acp-client.service.js';
 import { AgentRecords, recordSpawned, type SweepResult } from '../services/agent-records.service.js';
@@ -45,7 +48,8 @@ import { openStore, type StorePreference } from './store-choice.js';
 import { StoreJournal } from './store-journal.js';
 import { StoreReader } from './store-reader.js';
 import { StoreWriter } from './store-writer.js';
-import { WorkspaceRegistry, type WorkspaceLease } from './workspace-registry.js';
+import { endHold, heldWorkspace, releaseHold, type SessionWorkspace, type WorkspaceHoldActor } from './workspace-holds.js';
+import { WorkspaceRegistry } from './workspace-registry.js';
 
 /** Session defaults, resolved from the supervisor's options. */
 export interface SessionDefaults {
@@ -158,10 +162,11 @@ export class SupervisorRuntime {
       // Question ids carry their broker's prefix; the other broker has no such question.
       askExpired: (requestId) => (this.broker.expire(requestId), this.elicitations.expire(requestId)),
       opened: (record) => this.journalSession(record),
+      // A session's own workspace: its hold hears that the session ends (busy or not), then that it is gone.
       closing: (record) => {
-        if (record.resources.workspace) this.workspaces.markEnding(record.resources.workspace, busyReason([record]));
+        if (record.resources.workspace) endHold(record.resources.workspace, busyReason(record.agent, [{ sessionId: record.id, status: record.status() }]));
       },
-      ended: (record) => (record.resources.workspace ? this.workspaces.release(record.resources.workspace) : undefined),
+      ended: (record) => (record.resources.workspace ? releaseHold(record.resources.workspace) : undefined),
     });
     this.opener = new SessionOpener({
       sessions: this.sessions,
@@ -169,7 +174,7 @@ export class SupervisorRuntime {
       containment: () => this.containment.mechanism,
       clock: settings.clockForTimers,
       recordTerminal: (agent, command, pid, contained) => recordSpawned(this.records, { agent, command, pid, contained, terminal: true }),
-      claimWorkspace: (lease, agent, sessionId) => this.workspaces.claim(lease, { agent, sessionId }),
+      claimWorkspace: (workspace, agent, sessionId) => this.workspaces.claim(workspace.key, { agent, sessionId }),
       refused: (agent, error, cause) => this.reportRefusal(agent, error, cause),
     });
     this.controls = new SessionControls({
@@ -255,10 +260,7 @@ export class SupervisorRuntime {
           handlers: createClientHandlers(agent, { ...handlerDeps, capabilities }),
         };
       },
-      prepareWorkspace: (agent) => {
-        const workspace = this.specs.get(agent)?.workspace;
-        return workspace ? this.workspaces.forAgent(agent, workspace) : null;
-      },
+      hasWorkspace: (agent) => this.specs.get(agent)?.workspace !== undefined,
       now: this.now,
       pty: this.ptyTerminals,
       streamJsonSession: (agent) => {
@@ -314,7 +316,16 @@ export class SupervisorRuntime {
       displayName: (agent) => this.specs.get(agent)?.displayName ?? agent,
       clock: settings.clockForTimers,
     });
-    const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess, session, authenticate } }) } });
+    const workspace = workspaceMachine.provide({
+      actors: createWorkspaceActors({
+        acquire: (hold) => this.workspaces.acquire(hold, () => this.specs.get(hold.agent)?.workspace),
+        restore: (hold) => this.workspaces.restore(hold),
+        detach: (hold) => this.workspaces.detach(hold),
+        clean: (hold, strategy) => this.workspaces.clean(hold, strategy),
+        keep: (hold, why, strategy) => this.workspaces.keep(hold, why, strategy),
+      }),
+    });
+    const machine = supervisorMachine.provide({ actors: { agent: agentMachine.provide({ actors: { agentProcess, session, authenticate, workspace } }) } });
     this.actor = createActor(machine, {
       input: { maxAgents: settings.maxAgents, timings: settings.timings, overload: settings.overload },
       ...(settings.clock ? { clock: settings.clock } : {}),
@@ -322,9 +333,6 @@ export class SupervisorRuntime {
     });
     this.actor.on('agent:status', ({ agent, status, previous }) => {
       this.journal.agentStatus(agent, status, previous);
-      // An agent's workspace ends with the agent: when a stop (stop(), shutdown) has reached idle.
-      if (status === 'stopping') this.noteAgentEnding(agent, false);
-      if (status === 'idle' && previous === 'stopping') void this.workspaces.releaseAgent(agent);
       if (status === 'idle') this.streamJsonSessions.delete(agent);
     });
     this.actor.on('error', ({ agent, failure }) => this.journal.agentError(agent, failure));
@@ -439,38 +447,21 @@ export class SupervisorRuntime {
       if (event.type === 'agent.stop') return this.has(event.agent) ? Promise.resolve() : Promise.reject(toError(event.agent, failures.unknownAgent(event.agent)));
       return Promise.reject(toError(event.agent, shutdownRefusal(event)));
     }
-    if (event.type !== 'agent.stop') return request(this.actor, 'command.settled', event, event.agent, options);
-    // A stop resolves once the agent is idle and the cleanup of its workspace, and of its
-    // sessions' own workspaces, is done.
-    const lease = this.noteAgentEnding(event.agent, true);
-    const sessions = this.sessions.all().filter((record) => record.agent === event.agent && record.resources.workspace);
-    return request(this.actor, 'command.settled', event, event.agent, options).then(async (answer) => {
-      if (lease) await this.workspaces.release(lease);
-      await Promise.all(sessions.map((record) => record.released));
-      return answer;
-    });
-  }
-
-  /**
-   * An agent is about to be stopped: its workspace, and those of its sessions, note whether a
-   * session is running a turn or awaiting a permission answer right now (then their cleanup
-   * is refused). `busy` false: only mark the end (the sessions may already be stopped).
-   */
-  private noteAgentEnding(agent: string, busy: boolean): WorkspaceLease | undefined {
-    const sessions = this.sessions.all().filter((record) => record.agent === agent);
-    const lease = this.workspaces.agentLease(agent);
-    if (lease) this.workspaces.markEnding(lease, busy ? busyReason(sessions) : null);
-    for (const record of sessions) {
-      if (record.resources.workspace) this.workspaces.markEnding(record.resources.workspace, busy ? busyReason([record]) : null);
-    }
-    return lease;
+    // A stop is answered once the agent is idle: after its workspace, and its sessions' own, were cleaned up or kept.
+    return request(this.actor, 'command.settled', event, event.agent, options);
   }
 
   /** A session's workspace (`newSession(agent, { workspace })`); rejects with `workspace_failed`. */
-  async sessionWorkspace(agent: string, spec: WorkspaceSpec): Promise<WorkspaceLease> {
+  async sessionWorkspace(agent: string, spec: WorkspaceSpec): Promise<SessionWorkspace> {
     this.spec(agent); // unknown_agent: before anything is made
+    const hold = randomUUID();
+    // The supervisor machine refuses during shutdown; else the agent spawns the hold, which makes the workspace.
+    await this.command({ type: 'session.admit', agent, hold, workspace: spec });
+    const actorId = sessionWorkspaceId(hold);
+    const actor = this.agentActor(agent)?.getSnapshot().children[actorId] as WorkspaceHoldActor | undefined;
     try {
-      return await this.workspaces.forSession(agent, spec);
+      if (!actor) throw new Error('its workspace hold is gone');
+      return await heldWorkspace(actor, agent, actorId);
     } catch (error) {
       throw workspaceFailed(agent, this.spec(agent).displayName ?? agent, describeError(error), error);
     }
@@ -482,7 +473,6 @@ export class SupervisorRuntime {
    */
   shutdown(): Promise<void> {
     return new Promise<void>((resolve) => {
-      for (const agent of this.names()) this.noteAgentEnding(agent, true);
       const terminals = this.sessions.releaseAll();
       // Every session released (its workspace cleaned up), every git command and watcher done.
       const workspaces = async () => {
@@ -567,14 +557,4 @@ export class SupervisorRuntime {
     // Not awaited: an unresponsive agent must not hold up close() (and shutdown with it).
     connection.agent.request(acpMethods.agent.session.close, { sessionId }).catch(() => {});
   }
-}
-
-/** Why a workspace's cleanup must wait: a session running a turn or awaiting a permission answer; null when none is. */
-function busyReason(records: SessionRecord[]): string | null {
-  for (const record of records) {
-    const status = record.status();
-    if (status === 'awaiting_permission') return `session ${record.id} of agent "${record.agent}" is awaiting a permission answer`;
-    if (status === 'running' || status === 'stalled') return `session ${record.id} of agent "${record.agent}" is running a turn`;
-  }
-  return null;
 }

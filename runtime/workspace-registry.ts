@@ -1,15 +1,16 @@
 /**
  * Every workspace a supervisor's agents and sessions use (docs/workspaces.md): who owns it,
- * its status watcher, and what happens to it when its owner ends. It makes an agent's
- * workspace once and hands it out again on every restart of that agent; it refuses a second
- * owner of a directory unless both say `shared: true`; it applies the cleanup strategy when
- * the last owner ends — never while a session of that owner awaited input or a permission
- * when it was stopped (the workspace is kept and `workspace:cleanup_refused` says why) — and
- * it prunes what earlier runs left. The git work itself is services/workspace/.
+ * its status watcher, and the work a hold's machine (machines/workspace.machine.ts) asks
+ * for. The machine decides — when to make, check, let go of, clean up or keep a workspace;
+ * this registry does it: it makes an agent's workspace (on the branch it had before, after a
+ * stop), checks it on every restart, refuses a second owner of a directory unless both say
+ * `shared: true`, archives or removes or keeps it and reports that (`workspace:*` events),
+ * and prunes what earlier runs left. The git work itself is services/workspace/.
  */
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { defaultWorkspaceName, describeOwner, type CleanupStrategy, type WorkspaceKind, type WorkspaceOwner, type WorkspaceSpec } from '../core/workspace-spec.js';
+import type { CleanOutcome, KeepReason, WorkspaceDetached, WorkspaceHoldRef } from '../machines/workspace.machine.js';
 import { archiveWorktree } from '../services/workspace/archive.js';
 import { DirtyWorktreeError, WorkspaceError } from '../services/workspace/git.js';
 import {
@@ -100,15 +101,10 @@ export interface PruneOptions {
   strategy?: 'archive' | 'remove';
 }
 
-/** One owner's hold on a workspace. */
-export class WorkspaceLease {
-  /** Set when the owner's end was asked for: why its cleanup must be refused (null: it may run). */
-  ending: { busy: string | null } | null = null;
-  releasing: Promise<void> | null = null;
+/** One owner's hold on a workspace, as the registry keeps it (the hold's machine decides its course). */
+class WorkspaceLease {
   /** This owner's acquire made the worktree (not a reuse, not a share). */
   made = false;
-  /** Released without ever being used (the session failed to open): a worktree it made is removed. */
-  abandoned = false;
 
   constructor(
     public owner: WorkspaceOwner,
@@ -175,6 +171,10 @@ export interface WorkspaceRegistryOptions {
 export class WorkspaceRegistry {
   private readonly entries = new Map<string, WorkspaceEntry>();
   private readonly agentLeases = new Map<string, WorkspaceLease>();
+  /** Every hold's lease, by its key (`<agent>/<actor id>`), from acquired until cleaned up or kept. */
+  private readonly holds = new Map<string, WorkspaceLease>();
+  /** The workspace spec of each agent whose workspace was made (a restart makes it again with it). */
+  private readonly agentSpecs = new Map<string, WorkspaceSpec>();
   /** The default name of each agent's workspace, until it is archived or removed. */
   private readonly agentNames = new Map<string, string>();
   private readonly queue = new KeyedQueue();
@@ -184,29 +184,49 @@ export class WorkspaceRegistry {
   constructor(private readonly options: WorkspaceRegistryOptions) {}
 
   /**
-   * The workspace of an agent, made on its first start and handed out again on every restart
-   * (recreated if it went missing). Resolves with its path, the agent's cwd; rejects with a
-   * {@link WorkspaceError} (git's message, or the owner that already uses it).
+   * Makes the workspace of a hold (`acquireWorkspace`): an agent's own (its spec; a worktree
+   * keeps its default name across the agent's stops, so a `keep` one is reused) or a
+   * session's. Resolves with its path; rejects with a {@link WorkspaceError} (git's message,
+   * or the owner that already uses it).
    */
-  forAgent(agent: string, spec: WorkspaceSpec): Promise<string> {
+  acquire(hold: WorkspaceHoldRef, agentSpec: () => WorkspaceSpec | undefined): Promise<{ path: string }> {
+    if (hold.spec !== null) {
+      const spec = hold.spec;
+      const name = spec.kind === 'git-worktree' && spec.name === undefined ? defaultWorkspaceName(`${hold.agent}-session`, shortId()) : undefined;
+      return this.track(this.acquireLease({ agent: hold.agent }, spec, name).then((lease) => this.hold(hold.key, lease)));
+    }
     return this.track(
-      this.queue.run(`agent\u0000${agent}`, async () => {
-        let lease = this.agentLeases.get(agent);
-        // A new process of an agent whose stop was asked for: that stop has reached idle.
-        if (lease?.ending) {
-          await this.release(lease);
-          lease = undefined;
-        }
-        if (lease && (await this.stillThere(lease.entry))) return lease.path;
-        if (lease) await this.forget(lease); // gone from disk: made again below, on its branch
+      this.queue.run(`agent\u0000${hold.agent}`, async () => {
+        const spec = agentSpec();
+        if (!spec) throw new WorkspaceError(`Agent "${hold.agent}" has no workspace`);
+        this.agentSpecs.set(hold.agent, spec);
         let name: string | undefined;
         if (spec.kind === 'git-worktree' && spec.name === undefined) {
-          name = this.agentNames.get(agent) ?? defaultWorkspaceName(agent, shortId());
-          this.agentNames.set(agent, name);
+          name = this.agentNames.get(hold.agent) ?? defaultWorkspaceName(hold.agent, shortId());
+          this.agentNames.set(hold.agent, name);
         }
-        lease = await this.acquire({ agent }, spec, name);
-        this.agentLeases.set(agent, lease);
-        return lease.path;
+        const lease = await this.acquireLease({ agent: hold.agent }, spec, name);
+        this.agentLeases.set(hold.agent, lease);
+        return this.hold(hold.key, lease);
+      }),
+    );
+  }
+
+  /**
+   * An agent's workspace on a restart (`restoreWorkspace`): still a worktree of its repository
+   * on its branch (or still a directory), or made again (on its branch) when it went missing.
+   */
+  restore(hold: WorkspaceHoldRef): Promise<{ path: string }> {
+    return this.track(
+      this.queue.run(`agent\u0000${hold.agent}`, async () => {
+        const lease = this.lease(hold.key);
+        if (await this.stillThere(lease.entry)) return { path: lease.path };
+        await this.forget(lease);
+        this.holds.delete(hold.key);
+        const spec = this.agentSpecs.get(hold.agent)!;
+        const again = await this.acquireLease({ agent: hold.agent }, spec, this.agentNames.get(hold.agent));
+        this.agentLeases.set(hold.agent, again);
+        return this.hold(hold.key, again);
       }),
     );
   }
@@ -216,67 +236,88 @@ export class WorkspaceRegistry {
     return this.agentLeases.get(agent)?.path;
   }
 
-  agentLease(agent: string): WorkspaceLease | undefined {
-    return this.agentLeases.get(agent);
-  }
-
-  /** A session's workspace (its owner gets the session id once `session/new` answers). */
-  forSession(agent: string, spec: WorkspaceSpec): Promise<WorkspaceLease> {
-    const name = spec.kind === 'git-worktree' && spec.name === undefined ? defaultWorkspaceName(`${agent}-session`, shortId()) : undefined;
-    return this.track(this.acquire({ agent }, spec, name));
-  }
-
   /** A session's workspace: its owner is the session from now on (its id is known once `session/new` answered). */
-  claim(lease: WorkspaceLease, owner: WorkspaceOwner): void {
+  claim(key: string, owner: WorkspaceOwner): void {
+    const lease = this.holds.get(key);
+    if (!lease) return;
     lease.owner = owner;
     void this.track(this.recordOwner(lease.entry));
   }
 
   /**
-   * Records that the owner of `lease` is about to end, and whether a session was busy (a turn
-   * running, a permission awaited) at that moment: then its cleanup is refused. The first busy
-   * reason sticks.
+   * The holder lets go (`detachWorkspace`). When it was the last owner, the status watcher
+   * stops; else the record names the next owner. Says what may be done with the workspace.
    */
-  markEnding(lease: WorkspaceLease, busy: string | null): void {
-    lease.ending = { busy: lease.ending?.busy ?? busy };
-  }
-
-  /** Ends the agent's hold on its workspace (the agent was stopped); resolves once the cleanup is done. */
-  releaseAgent(agent: string): Promise<void> {
-    const lease = this.agentLeases.get(agent);
-    return lease ? this.release(lease) : Promise.resolve();
-  }
-
-  /**
-   * Ends the hold of an owner that never came to be (its session failed to open): a worktree
-   * its acquire made is removed again (unless it changed meanwhile), whatever its strategy.
-   */
-  abandon(lease: WorkspaceLease): Promise<void> {
-    lease.abandoned = true;
-    return this.release(lease);
-  }
-
-  /**
-   * Ends one owner's hold. When it was the last owner, the watcher stops and the cleanup
-   * strategy is applied (or refused and reported). Idempotent; resolves when all is done.
-   */
-  release(lease: WorkspaceLease): Promise<void> {
-    if (lease.releasing) return lease.releasing;
+  detach(hold: WorkspaceHoldRef): Promise<WorkspaceDetached> {
+    const lease = this.lease(hold.key);
     const { entry } = lease;
     entry.leases.delete(lease);
-    if (this.agentLeases.get(lease.owner.agent) === lease && lease.owner.sessionId === undefined) this.agentLeases.delete(lease.owner.agent);
+    if (this.agentLeases.get(lease.owner.agent) === lease) this.agentLeases.delete(lease.owner.agent);
     const last = entry.leases.size === 0;
-    if (last && this.entries.get(entry.path) === entry) {
+    const detached: WorkspaceDetached = { othersHold: !last, keeps: entry.kind === 'directory' || entry.cleanup === 'keep', made: lease.made, strategy: entry.cleanup };
+    if (!last) {
+      this.holds.delete(hold.key);
+      return this.track(this.recordOwner(entry).then(() => detached));
+    }
+    if (this.entries.get(entry.path) === entry) {
       this.entries.delete(entry.path);
       unhold(entry.path);
     }
-    const work = last ? this.cleanUp(lease) : this.recordOwner(entry);
-    lease.releasing = this.track(
-      work.catch((error: unknown) => {
-        this.options.events.emit('workspace:cleanup_refused', { owner: lease.owner, path: entry.path, strategy: entry.cleanup, ...refusal(error), reason: 'failed' });
+    return this.track(
+      (async () => {
+        await entry.watcher?.close();
+        entry.watcher = null;
+        return detached;
+      })(),
+    );
+  }
+
+  /** Archives or removes a detached workspace (`cleanWorkspace`) and reports it; git's refusal is answered, not thrown. */
+  clean(hold: WorkspaceHoldRef, strategy: 'archive' | 'remove'): Promise<CleanOutcome> {
+    const lease = this.lease(hold.key);
+    const { entry, owner } = lease;
+    return this.track(
+      this.queue.run(entry.path, async (): Promise<CleanOutcome> => {
+        try {
+          const done = await this.apply(strategy, this.recordOf(entry, owner), entry.force);
+          if (owner.sessionId === undefined && this.agentNames.get(owner.agent) === entry.name) this.agentNames.delete(owner.agent);
+          this.holds.delete(hold.key);
+          this.options.events.emit('workspace:cleaned', { owner, path: entry.path, strategy, ...done });
+          return { refused: null };
+        } catch (error) {
+          return { refused: refusal(error) };
+        }
       }),
     );
-    return lease.releasing;
+  }
+
+  /**
+   * Keeps a detached workspace (`keepWorkspace`): its record says it has no owner (stale:
+   * listed with owner null, pruned by `pruneWorkspaces()`), and the event says why.
+   */
+  keep(hold: WorkspaceHoldRef, why: KeepReason, strategy: CleanupStrategy): Promise<void> {
+    const lease = this.lease(hold.key);
+    const { entry, owner } = lease;
+    this.holds.delete(hold.key);
+    const events = this.options.events;
+    return this.track(
+      this.queue.run(entry.path, async () => {
+        await this.writeRecord(entry, null).catch(() => {});
+        if (why.reason === 'kept') events.emit('workspace:cleaned', { owner, path: entry.path, strategy, action: 'kept', branchDeleted: false });
+        else events.emit('workspace:cleanup_refused', { owner, path: entry.path, strategy, reason: why.reason, message: why.message });
+      }),
+    );
+  }
+
+  private hold(key: string, lease: WorkspaceLease): { path: string } {
+    this.holds.set(key, lease);
+    return { path: lease.path };
+  }
+
+  private lease(key: string): WorkspaceLease {
+    const lease = this.holds.get(key);
+    if (!lease) throw new WorkspaceError(`No workspace is held as ${key}`);
+    return lease;
   }
 
   /** Drops a lease whose workspace vanished from disk: no cleanup, no event (there is nothing to clean). */
@@ -284,7 +325,6 @@ export class WorkspaceRegistry {
     const { entry } = lease;
     entry.leases.delete(lease);
     if (this.agentLeases.get(lease.owner.agent) === lease) this.agentLeases.delete(lease.owner.agent);
-    lease.releasing = Promise.resolve();
     if (entry.leases.size > 0 || this.entries.get(entry.path) !== entry) return;
     this.entries.delete(entry.path);
     unhold(entry.path);
@@ -329,7 +369,7 @@ export class WorkspaceRegistry {
     return promise;
   }
 
-  private async acquire(owner: WorkspaceOwner, spec: WorkspaceSpec, defaultName: string | undefined): Promise<WorkspaceLease> {
+  private async acquireLease(owner: WorkspaceOwner, spec: WorkspaceSpec, defaultName: string | undefined): Promise<WorkspaceLease> {
     if (this.closed) throw new WorkspaceError('The supervisor is shutting down: no workspace is made');
     if (spec.kind === 'directory') {
       const path = await makeDirectory(resolve(spec.path));
@@ -505,36 +545,6 @@ export class WorkspaceRegistry {
         await this.writeRecord(entry, [...entry.leases][0]?.owner ?? null);
       })
       .catch(() => {});
-  }
-
-  /** The last owner ended: stop watching, then keep, archive or remove — or refuse, and say why. */
-  private async cleanUp(lease: WorkspaceLease): Promise<void> {
-    const { entry, owner } = lease;
-    await entry.watcher?.close();
-    entry.watcher = null;
-    const strategy = lease.abandoned && lease.made ? 'remove' : entry.cleanup;
-    const events = this.options.events;
-    await this.queue.run(entry.path, async () => {
-      if (entry.kind === 'directory' || strategy === 'keep') {
-        await this.writeRecord(entry, null).catch(() => {});
-        events.emit('workspace:cleaned', { owner, path: entry.path, strategy, action: 'kept', branchDeleted: false });
-        return;
-      }
-      const busy = lease.abandoned ? null : (lease.ending?.busy ?? null);
-      if (busy !== null) {
-        await this.writeRecord(entry, null).catch(() => {});
-        events.emit('workspace:cleanup_refused', { owner, path: entry.path, strategy, reason: 'busy', message: `Not ${strategy === 'archive' ? 'archived' : 'removed'}: ${busy} (kept; pruneWorkspaces() cleans it up later)` });
-        return;
-      }
-      try {
-        const done = await this.apply(strategy, this.recordOf(entry, owner), entry.force);
-        if (owner.sessionId === undefined && this.agentNames.get(owner.agent) === entry.name) this.agentNames.delete(owner.agent);
-        events.emit('workspace:cleaned', { owner, path: entry.path, strategy, ...done });
-      } catch (error) {
-        await this.writeRecord(entry, null).catch(() => {});
-        events.emit('workspace:cleanup_refused', { owner, path: entry.path, strategy, ...refusal(error) });
-      }
-    });
   }
 
   /** Archives or removes the worktree a record describes, and forgets the record. */

@@ -46,6 +46,14 @@ export const agentMachine = setup({
     allowAutoRetry: () => {},
     beginCallerStart: () => {},
     spawnSession: () => {},
+    holdOwnWorkspace: () => {},
+    checkOwnWorkspace: () => {},
+    holdSessionWorkspace: () => {},
+    forgetWorkspaceHold: () => {},
+    passWorkspaceToProcess: () => {},
+    failProcessWorkspace: () => {},
+    markWorkspacesEnding: () => {},
+    releaseOwnWorkspace: () => {},
     forgetSession: () => {},
     failSessions: () => {},
     endSessions: () => {},
@@ -71,6 +79,9 @@ export const agentMachine = setup({
     hasNoProcess: () => true,
     hasStartRequests: () => true,
     connectionIsOpen: () => true,
+    holdsOwnWorkspace: () => true,
+    holdsNoWorkspace: () => true,
+    processWaitsForOwnWorkspace: () => true,
     givesUpWithWaitingStarts: () => true,
   },
   actors: {
@@ -80,6 +91,10 @@ export const agentMachine = setup({
     // Callback logic, not createMachine(), so that this file holds one machine for Stately's parser.
     session: fromCallback(() => {}),
     authenticate: fromPromise(() => new Promise(() => {})),
+    // Stub: the real `workspace` is another machine, machines/workspace.machine.ts
+    // (self-contained copy: workspace.machine.ts, beside this file).
+    // Callback logic, not createMachine(), so that this file holds one machine for Stately's parser.
+    workspace: fromCallback(() => {}),
   },
   delays: {
     backoff: 1000,
@@ -95,6 +110,46 @@ export const agentMachine = setup({
   description: 'One supervised agent process and its ACP connection.',
   initial: 'idle',
   on: {
+    'workspace.acquire': [
+      {
+        guard: 'holdsOwnWorkspace',
+        actions: 'checkOwnWorkspace',
+        description: 'A restart: its workspace is checked (made again if it went missing).',
+      },
+      {
+        actions: 'holdOwnWorkspace',
+        description: 'The first spawn since idle (or since the workspace failed): its workspace is made.',
+      },
+    ],
+    'workspace.held': [
+      {
+        guard: 'processWaitsForOwnWorkspace',
+        actions: 'passWorkspaceToProcess',
+        description: 'The agent\'s workspace is there: the process spawns in it.',
+      },
+      {
+        description: 'A session\'s workspace is there (its caller opens the session in it), or no process waits any more.',
+      },
+    ],
+    'workspace.failed': [
+      {
+        guard: 'processWaitsForOwnWorkspace',
+        actions: ['forgetWorkspaceHold', 'failProcessWorkspace'],
+        description: 'The agent\'s workspace could not be made: nothing is spawned (workspace_failed).',
+      },
+      {
+        actions: 'forgetWorkspaceHold',
+        description: 'A session\'s workspace could not be made (its caller fails with workspace_failed).',
+      },
+    ],
+    'workspace.ended': {
+      actions: 'forgetWorkspaceHold',
+      description: 'A workspace hold is over: cleaned up, kept, or left to its other holders.',
+    },
+    'session.admit': {
+      actions: ['holdSessionWorkspace', { type: 'answerNow' }],
+      description: 'A session with its own workspace may open: its hold makes the workspace.',
+    },
     'session.forget': {
       actions: { type: 'forgetSession' },
       description: 'A session was closed: drop its actor.',
@@ -523,6 +578,7 @@ export const agentMachine = setup({
       entry: [
         { type: 'reportStatus', params: { status: 'stopping' } },
         'cancelClosedStreamGrace',
+        'markWorkspacesEnding',
         'endSessions',
         { type: 'settleStarts', params: { outcome: 'stopped' } },
       ],
@@ -533,7 +589,7 @@ export const agentMachine = setup({
           always: [
             {
               guard: 'hasNoProcess',
-              target: '#agent.idle',
+              target: 'releasingWorkspaces',
               description: 'No process (disconnected, or waiting out a backoff): nothing to stop.',
             },
             { target: 'closing' },
@@ -562,9 +618,42 @@ export const agentMachine = setup({
           on: { forceStop: { description: 'Already at the last rung.' } },
           after: {
             killTimeout: {
-              target: '#agent.idle',
+              target: 'releasingWorkspaces',
               actions: 'releaseProcess',
               description: 'Not even SIGKILL ended it within killTimeoutMs (stuck in the kernel): stop waiting, release it.',
+            },
+          },
+        },
+        releasingWorkspaces: {
+          description: 'No process is left: the workspace holds are cleaned up (or kept) by their strategies before the agent is idle, so a stop answers after the cleanup.',
+          initial: 'checking',
+          always: {
+            guard: 'holdsNoWorkspace',
+            target: '#agent.idle',
+            description: 'Every workspace hold of the agent and its sessions is over.',
+          },
+          on: {
+            'process.exited': {
+              description: 'A process given up on after SIGKILL exits at last: nothing more to release.',
+            },
+            forceStop: {
+              description: 'No process to kill: the cleanup under way finishes (a git command is never cut halfway).',
+            },
+          },
+          states: {
+            checking: {
+              description: 'Does the agent hold a workspace of its own?',
+              always: [
+                { guard: 'holdsOwnWorkspace', target: 'releasingOwn' },
+                { target: 'awaitingSessions' },
+              ],
+            },
+            releasingOwn: {
+              description: 'Its own workspace is released now; its sessions\' are released by their sessions, once their terminals are gone.',
+              entry: 'releaseOwnWorkspace',
+            },
+            awaitingSessions: {
+              description: 'Its sessions\' workspaces are released by their sessions, once their terminals are gone.',
             },
           },
         },
@@ -572,7 +661,7 @@ export const agentMachine = setup({
       on: {
         'process.spawned': { actions: { type: 'recordSpawn' } },
         'process.exited': {
-          target: 'idle',
+          target: '.releasingWorkspaces',
           actions: 'releaseProcess',
           description: 'No process of the group is left.',
         },

@@ -23,7 +23,6 @@ export const supervisorMachine = setup({
     refuseUnknownAgent: () => {},
     refuseAtAgentLimit: () => {},
     refuseShuttingDown: () => {},
-    admit: () => {},
     stopAllAgents: () => {},
     forceStopAllAgents: () => {},
     recordAgentStatus: () => {},
@@ -165,8 +164,8 @@ export const supervisorMachine = setup({
             description: 'No such agent.',
           },
           {
-            actions: { type: 'admit' },
-            description: 'A session may be opened (its own workspace made first).',
+            actions: 'forwardToAgent',
+            description: 'A session may be opened: its agent makes its own workspace first.',
           },
         ],
         shutdown: { target: 'shuttingDown', description: 'shutdown(): stop every agent.' },

@@ -5,42 +5,21 @@
  * cleanup refused while a permission request is pending, pruning after a crash, throttled
  * status events, and no git process or watcher left behind.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { AgentError, createSupervisor, type AgentSpec, type Session, type Supervisor, type SupervisorEventMap, type SupervisorOptions, type WorkspaceSpec } from '../../index.js';
+import { git, hasGit, makeRepoAt } from '../support/git-repo.js';
 import { collectChunks, command, eventually, fixtureAgentScript, fixtureSpec, isRunning, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
 
-/** git is a Debian package `.ci/run` installs when missing; without it these tests skip, saying so. */
-const hasGit = (() => {
-  try {
-    execFileSync('git', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    console.warn('workspace tests skipped: git is not installed (apt-get install git)');
-    return false;
-  }
-})();
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 'test@example.com', GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 'test@example.com' };
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', env: gitEnv, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-
 /** A repository with one commit on `main`. */
-function makeRepo(name = 'repo'): string {
-  const dir = env.files.path(name);
-  mkdirSync(dir);
-  git(dir, 'init', '--quiet', '--initial-branch=main');
-  writeFileSync(join(dir, 'README.md'), '# repo\n');
-  git(dir, 'add', 'README.md');
-  git(dir, 'commit', '--quiet', '-m', 'init');
-  return realpathSync(dir);
-}
+const makeRepo = (name = 'repo') => makeRepoAt(env.files.path(name));
 
 const stateDir = () => env.files.path('state');
 
