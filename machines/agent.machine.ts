@@ -84,6 +84,9 @@ const reportedFailureParams = ({ context, event }: { context: AgentContext; even
   return { failure: reportedFailure(context, event), at: event.at };
 };
 
+/** The id of the child a done event (`xstate.done.actor.<id>`) is about. */
+const doneActorId = (event: AgentEvent): string | undefined => (event as { actorId?: unknown }).actorId as string | undefined;
+
 /** What the waiting starts are answered with (`settleStarts`). */
 type StartOutcome = 'connected' | 'stopped' | 'lastError' | 'authRefusal' | 'lostDuringAuthentication';
 
@@ -151,6 +154,11 @@ export const agentMachine = setup({
     holdsOwnWorkspace: ({ context }) => Object.hasOwn(context.workspaceHolds, ownWorkspaceId),
     /** No workspace hold of the agent or its sessions is left. */
     holdsNoWorkspace: ({ context }) => Object.keys(context.workspaceHolds).length === 0,
+    /** A child that finished is one of the agent's workspace holds. */
+    isWorkspaceHold: ({ context, event }) => {
+      const id = doneActorId(event);
+      return id !== undefined && Object.hasOwn(context.workspaceHolds, id);
+    },
     /** The agent's own hold answered, and a process waits for its directory. */
     processWaitsForOwnWorkspace: ({ context, event }) => {
       assertEvent(event, ['workspace.held', 'workspace.failed']);
@@ -297,9 +305,9 @@ export const agentMachine = setup({
     }),
     /** A hold is over (cleaned up, kept, or never made). */
     forgetWorkspaceHold: enqueueActions(({ enqueue, context, event }) => {
-      assertEvent(event, ['workspace.ended', 'workspace.failed']);
-      const left = Object.fromEntries(Object.entries(context.workspaceHolds).filter(([id]) => id !== event.id));
-      enqueue(stopChild(event.id));
+      const id = doneActorId(event)!; // the guard isWorkspaceHold checked it
+      const left = Object.fromEntries(Object.entries(context.workspaceHolds).filter(([held]) => held !== id));
+      enqueue(stopChild(id));
       enqueue.assign({ workspaceHolds: left });
     }),
     passWorkspaceToProcess: sendTo('process', ({ event }) => {
@@ -397,10 +405,14 @@ export const agentMachine = setup({
       { description: 'A session\'s workspace is there (its caller opens the session in it), or no process waits any more.' },
     ],
     'workspace.failed': [
-      { guard: 'processWaitsForOwnWorkspace', actions: ['forgetWorkspaceHold', 'failProcessWorkspace'], description: 'The agent\'s workspace could not be made: nothing is spawned (workspace_failed).' },
-      { actions: 'forgetWorkspaceHold', description: 'A session\'s workspace could not be made (its caller fails with workspace_failed).' },
+      { guard: 'processWaitsForOwnWorkspace', actions: 'failProcessWorkspace', description: 'The agent\'s workspace could not be made: nothing is spawned (workspace_failed).' },
+      { description: 'A session\'s workspace could not be made (its caller fails with workspace_failed).' },
     ],
-    'workspace.ended': { actions: 'forgetWorkspaceHold', description: 'A workspace hold is over: cleaned up, kept, or left to its other holders.' },
+    'xstate.done.actor.*': {
+      guard: 'isWorkspaceHold',
+      actions: 'forgetWorkspaceHold',
+      description: 'A workspace hold is over (cleaned up, kept, left to its other holders, or never made): its done event, sent once it has finished.',
+    },
     'session.admit': {
       actions: ['holdSessionWorkspace', { type: 'answerNow', params: requestIdOf }],
       description: 'A session with its own workspace may open: its hold makes the workspace.',
@@ -766,7 +778,6 @@ export const agentMachine = setup({
           initial: 'checking',
           always: { guard: 'holdsNoWorkspace', target: '#agent.idle', description: 'Every workspace hold of the agent and its sessions is over.' },
           on: {
-            'process.exited': { description: 'A process given up on after SIGKILL exits at last: nothing more to release.' },
             forceStop: { description: 'No process to kill: the cleanup under way finishes (a git command is never cut halfway).' },
           },
           states: {

@@ -12,7 +12,8 @@
  * Its parent is the agent machine: the agent's own hold has the actor id `workspace` and is
  * spawned when its process first asks for its directory; a session's hold is spawned at
  * `session.admit`. Each tells the parent when it is held (`workspace.held`, with the path),
- * when it could not be made (`workspace.failed`) and when it is over (`workspace.ended`); a
+ * and when it could not be made (`workspace.failed`); that it is over, the agent learns from
+ * its done event (`xstate.done.actor.<id>`), which comes once the hold has finished — a
  * stop of the agent waits for every hold to be over.
  */
 import { assertEvent, assign, fromPromise, sendParent, setup } from 'xstate';
@@ -77,8 +78,7 @@ type WorkspaceActorEvent =
 /** What a hold tells its agent. */
 export type WorkspaceHoldReport =
   | { type: 'workspace.held'; id: string; path: string }
-  | { type: 'workspace.failed'; id: string; message: string }
-  | { type: 'workspace.ended'; id: string };
+  | { type: 'workspace.failed'; id: string; message: string };
 
 export interface WorkspaceHoldContext extends WorkspaceHoldInput {
   path: string | null;
@@ -181,7 +181,6 @@ export const workspaceMachine = setup({
     // What a hold tells its agent. A hold run on its own (a test) provides replacements.
     reportHeld: sendParent(({ context }): WorkspaceHoldReport => ({ type: 'workspace.held', id: context.actorId, path: context.path ?? '' })),
     reportFailed: sendParent(({ context }): WorkspaceHoldReport => ({ type: 'workspace.failed', id: context.actorId, message: context.failure ?? 'the workspace could not be made' })),
-    reportEnded: sendParent(({ context }): WorkspaceHoldReport => ({ type: 'workspace.ended', id: context.actorId })),
   },
 }).createMachine({
   id: 'workspace',
@@ -285,12 +284,10 @@ export const workspaceMachine = setup({
     released: {
       type: 'final',
       description: 'Cleaned up, or left to the other holders.',
-      entry: 'reportEnded',
     },
     kept: {
       type: 'final',
       description: 'Kept on disk.',
-      entry: 'reportEnded',
     },
     failed: {
       type: 'final',

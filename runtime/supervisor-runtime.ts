@@ -453,9 +453,8 @@ export class SupervisorRuntime {
 
   /** A session's workspace (`newSession(agent, { workspace })`); rejects with `workspace_failed`. */
   async sessionWorkspace(agent: string, spec: WorkspaceSpec): Promise<SessionWorkspace> {
-    this.spec(agent); // unknown_agent: before anything is made
     const hold = randomUUID();
-    // The supervisor machine refuses during shutdown; else the agent spawns the hold, which makes the workspace.
+    // The supervisor machine refuses an unknown agent and a session during shutdown; else the agent spawns the hold, which makes the workspace.
     await this.command({ type: 'session.admit', agent, hold, workspace: spec });
     const actorId = sessionWorkspaceId(hold);
     const actor = this.agentActor(agent)?.getSnapshot().children[actorId] as WorkspaceHoldActor | undefined;

@@ -81,6 +81,7 @@ export const agentMachine = setup({
     connectionIsOpen: () => true,
     holdsOwnWorkspace: () => true,
     holdsNoWorkspace: () => true,
+    isWorkspaceHold: () => true,
     processWaitsForOwnWorkspace: () => true,
     givesUpWithWaitingStarts: () => true,
   },
@@ -134,17 +135,17 @@ export const agentMachine = setup({
     'workspace.failed': [
       {
         guard: 'processWaitsForOwnWorkspace',
-        actions: ['forgetWorkspaceHold', 'failProcessWorkspace'],
+        actions: 'failProcessWorkspace',
         description: 'The agent\'s workspace could not be made: nothing is spawned (workspace_failed).',
       },
       {
-        actions: 'forgetWorkspaceHold',
         description: 'A session\'s workspace could not be made (its caller fails with workspace_failed).',
       },
     ],
-    'workspace.ended': {
+    'xstate.done.actor.*': {
+      guard: 'isWorkspaceHold',
       actions: 'forgetWorkspaceHold',
-      description: 'A workspace hold is over: cleaned up, kept, or left to its other holders.',
+      description: 'A workspace hold is over (cleaned up, kept, left to its other holders, or never made): its done event, sent once it has finished.',
     },
     'session.admit': {
       actions: ['holdSessionWorkspace', { type: 'answerNow' }],
@@ -633,9 +634,6 @@ export const agentMachine = setup({
             description: 'Every workspace hold of the agent and its sessions is over.',
           },
           on: {
-            'process.exited': {
-              description: 'A process given up on after SIGKILL exits at last: nothing more to release.',
-            },
             forceStop: {
               description: 'No process to kill: the cleanup under way finishes (a git command is never cut halfway).',
             },

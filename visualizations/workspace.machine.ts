@@ -26,7 +26,6 @@ export const workspaceMachine = setup({
     keepAsRefused: () => {},
     reportHeld: () => {},
     reportFailed: () => {},
-    reportEnded: () => {},
   },
   guards: {
     releaseWasAsked: () => true,
@@ -215,12 +214,8 @@ export const workspaceMachine = setup({
       description: 'Kept: its record says it has no owner (stale until pruned), and the event says why.',
       invoke: { id: 'keep', src: 'keepWorkspace', onDone: { target: 'kept' } },
     },
-    released: {
-      type: 'final',
-      description: 'Cleaned up, or left to the other holders.',
-      entry: 'reportEnded',
-    },
-    kept: { type: 'final', description: 'Kept on disk.', entry: 'reportEnded' },
+    released: { type: 'final', description: 'Cleaned up, or left to the other holders.' },
+    kept: { type: 'final', description: 'Kept on disk.' },
     failed: {
       type: 'final',
       description: 'Never made (or gone and not made again): the holder fails with workspace_failed.',

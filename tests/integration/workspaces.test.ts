@@ -5,14 +5,15 @@
  * cleanup refused while a permission request is pending, pruning after a crash, throttled
  * status events, and no git process or watcher left behind.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
 import { AgentError, createSupervisor, type AgentSpec, type Session, type Supervisor, type SupervisorEventMap, type SupervisorOptions, type WorkspaceSpec } from '../../index.js';
 import { git, hasGit, makeRepoAt } from '../support/git-repo.js';
-import { collectChunks, command, eventually, fixtureAgentScript, fixtureSpec, isRunning, useRealAgentEnvironment } from '../support/real-agents.js';
+import { agentState, collectChunks, command, eventually, fixtureAgentScript, fixtureSpec, isRunning, useRealAgentEnvironment, waitForStatus } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
 
@@ -461,5 +462,102 @@ describe.skipIf(!hasGit)('workspace:status', () => {
     const output = JSON.parse(result.stdout) as { statuses: number; workspace: string };
     expect(existsSync(output.workspace)).toBe(false); // archived on shutdown
     expect(readdirSync(join(stateDir(), 'workspace-archives'))).toHaveLength(1);
+  });
+});
+
+/** The state of an agent's workspace hold (`workspace`, or a session's `workspace:<id>`), read from the real actors. */
+function holdStates(supervisor: Supervisor, agent: string): Record<string, unknown> {
+  const children = (supervisor.actor.getSnapshot().children as Record<string, { getSnapshot(): { children: Record<string, { getSnapshot(): { value: unknown } }> } }>)[agent]?.getSnapshot().children ?? {};
+  return Object.fromEntries(Object.entries(children).filter(([id]) => id.startsWith('workspace')).map(([id, child]) => [id, child.getSnapshot().value]));
+}
+
+describe.skipIf(!hasGit)('the hold: a stop waits for the workspace, in the agent machine', () => {
+  const timings = { shutdownTimeoutMs: 1_000, killTimeoutMs: 1_000, restart: { initialDelayMs: 1_000, jitter: 0 } };
+
+  it('a stop that outlasts the worktree being made: the agent waits in releasingWorkspaces; once made, it is cleaned up; nothing was spawned', async () => {
+    const repo = makeRepo();
+    const clock = new SimulatedClock();
+    const pids = env.files.path('pids');
+    const supervisor = supervise({ fixture: fixtureSpec(['--pid-file', pids], { workspace: worktree(repo, { name: 'slow', cleanup: 'remove' }) }) }, { clock, ...timings });
+    const cleaned = record(supervisor, 'workspace:cleaned');
+    const starting = supervisor.ensureAgent('fixture').catch((error: unknown) => error);
+    expect(holdStates(supervisor, 'fixture'), 'git is making the worktree').toEqual({ workspace: 'acquiring' });
+    const stopping = supervisor.stop('fixture');
+    // The ladder runs out on the clock while git works: the process actor never got its directory.
+    clock.increment(1_000);
+    clock.increment(1_000);
+    clock.increment(1_000);
+    expect(agentState(supervisor, 'fixture')).toMatch(/^stopping\.releasingWorkspaces/);
+    expect(holdStates(supervisor, 'fixture'), 'released while still being made').toEqual({ workspace: 'acquiring' });
+    await stopping;
+    expect(supervisor.getStatus('fixture')).toBe('idle');
+    expect(cleaned).toEqual([expect.objectContaining({ owner: { agent: 'fixture' }, strategy: 'remove', action: 'removed' })]);
+    expect(await starting).toMatchObject({ kind: 'stopped' });
+    expect(worktrees(repo)).toBe(1);
+    expect(existsSync(pids) ? readFileSync(pids, 'utf8') : '', 'no process was spawned').toBe('');
+    expect(holdStates(supervisor, 'fixture')).toEqual({});
+  });
+
+  it('a shutdown, forced twice, while a restart checks the worktree: the check finishes and the workspace is cleaned up before shutdown resolves', async () => {
+    const repo = makeRepo();
+    const clock = new SimulatedClock();
+    const supervisor = supervise({ fixture: fixtureSpec([], { workspace: worktree(repo, { name: 'restarted', cleanup: 'archive' }) }) }, { clock, ...timings });
+    const cleaned = record(supervisor, 'workspace:cleaned');
+    const agent = await supervisor.ensureAgent('fixture');
+    process.kill(agent.pid, 'SIGKILL');
+    await waitForStatus(supervisor, 'fixture', 'reconnecting');
+    clock.increment(1_000); // the backoff: a new process, which asks for its workspace again
+    expect(holdStates(supervisor, 'fixture'), 'a restart checks the worktree').toEqual({ workspace: 'restoring' });
+    const shutdown = supervisor.shutdown();
+    void supervisor.shutdown({ force: true }); // to SIGKILL at once; the process is still waiting for its directory
+    clock.increment(1_000);
+    expect(agentState(supervisor, 'fixture')).toMatch(/^stopping\.releasingWorkspaces/);
+    void supervisor.shutdown({ force: true }); // nothing left to kill: the cleanup goes on
+    expect(agentState(supervisor, 'fixture')).toMatch(/^stopping\.releasingWorkspaces/);
+    await shutdown;
+    expect(cleaned).toEqual([expect.objectContaining({ owner: { agent: 'fixture' }, action: 'archived' })]);
+    expect(worktrees(repo)).toBe(1);
+  });
+
+  it('a restart whose workspace cannot be made again (its repository is gone) fails with workspace_failed and is not retried', async () => {
+    const repo = makeRepo();
+    const clock = new SimulatedClock();
+    const supervisor = supervise({ fixture: fixtureSpec([], { workspace: worktree(repo, { name: 'lost' }) }) }, { clock, ...timings });
+    const agent = await supervisor.ensureAgent('fixture');
+    const [made] = await supervisor.workspaces();
+    rmSync(repo, { recursive: true, force: true });
+    rmSync(made!.path, { recursive: true, force: true });
+    process.kill(agent.pid, 'SIGKILL');
+    await waitForStatus(supervisor, 'fixture', 'reconnecting');
+    clock.increment(1_000);
+    await waitForStatus(supervisor, 'fixture', 'disconnected');
+    expect(supervisor.list()[0]!.lastError).toMatchObject({ kind: 'workspace_failed', class: 'config', retryable: false });
+    expect(holdStates(supervisor, 'fixture'), 'the failed hold is gone').toEqual({});
+  });
+
+  it("close() and a stop of the agent at once: the session's workspace hears both; the first busy reason stands", async () => {
+    const repo = makeRepo();
+    const supervisor = supervise({ fixture: fixtureSpec() });
+    const refused = record(supervisor, 'workspace:cleanup_refused');
+    const session = await supervisor.newSession('fixture', { workspace: worktree(repo, { cleanup: 'remove' }) });
+    const turn = session.prompt(command({ op: 'hang' })).catch(() => null);
+    await eventually(() => session.status === 'running', 'the turn');
+    await Promise.all([session.close(), supervisor.stop('fixture')]);
+    await turn;
+    expect(refused).toEqual([expect.objectContaining({ owner: { agent: 'fixture', sessionId: session.id }, reason: 'busy', message: expect.stringContaining('is running a turn') })]);
+    expect(holdStates(supervisor, 'fixture')).toEqual({});
+  });
+
+  it('a stop while a session opens in its own workspace (its agent still starting): the opening fails, and the worktree made for it is removed before the stop resolves', async () => {
+    const repo = makeRepo();
+    const supervisor = supervise({ fixture: fixtureSpec() });
+    const cleaned = record(supervisor, 'workspace:cleaned');
+    const opening = supervisor.newSession('fixture', { workspace: worktree(repo, { cleanup: 'keep' }) }).catch((error: unknown) => error);
+    await eventually(() => Object.values(holdStates(supervisor, 'fixture')).includes('held') && supervisor.getStatus('fixture') === 'starting', 'the workspace made, the agent starting');
+    await supervisor.stop('fixture');
+    expect(cleaned, 'made for it, never held by a session: removed whatever its strategy').toEqual([expect.objectContaining({ owner: { agent: 'fixture' }, strategy: 'remove', action: 'removed' })]);
+    expect(await opening).toMatchObject({ kind: 'stopped' });
+    expect(worktrees(repo)).toBe(1);
+    expect(holdStates(supervisor, 'fixture')).toEqual({});
   });
 });

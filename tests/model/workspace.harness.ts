@@ -34,6 +34,12 @@ function modelOutcome(previous: ModelSnapshot, event: WorkspaceModelEvent): Mode
   return (actions.find((action) => action.type === 'outcome')?.params as { outcome: ModelOutcome } | undefined)?.outcome;
 }
 
+/**
+ * How long a call that ends a hold may take: its git work (an archive is a bundle, a patch
+ * and a removal, eight git processes) on a loaded two-core machine running the whole suite.
+ */
+const endingBoundMs = 30_000;
+
 type WorkspaceEvent = { type: 'cleaned'; event: SupervisorEventMap['workspace:cleaned'] } | { type: 'refused'; event: SupervisorEventMap['workspace:cleanup_refused'] };
 
 export class WorkspaceRun extends ModelRun {
@@ -107,7 +113,7 @@ export class WorkspaceRun extends ModelRun {
         break;
       case 'OPEN_REFUSED':
         this.lastPath = null;
-        this.lastError = await within(this.supervisor.newSession('locked', { workspace: { kind: 'git-worktree', repo: this.repo, cleanup: 'keep' } }).catch((error: unknown) => error), 'the refused session');
+        this.lastError = await within(this.supervisor.newSession('locked', { workspace: { kind: 'git-worktree', repo: this.repo, cleanup: 'keep' } }).catch((error: unknown) => error), 'the refused session', endingBoundMs);
         break;
       case 'CHANGE_FILE':
         writeFileSync(join(this.session!.cwd, 'notes.txt'), 'uncommitted\n');
@@ -120,11 +126,11 @@ export class WorkspaceRun extends ModelRun {
         return;
       }
       case 'CLOSE':
-        await within(this.session!.close(), 'close()');
+        await within(this.session!.close(), 'close()', endingBoundMs);
         this.session = null;
         break;
       case 'STOP_AGENT':
-        await within(this.supervisor.stop('fixture'), "stop('fixture')");
+        await within(this.supervisor.stop('fixture'), "stop('fixture')", endingBoundMs);
         this.session = null;
         break;
     }

@@ -45,7 +45,6 @@ function startHold(options: { detached?: Partial<WorkspaceDetached>; clean?: Cle
     actions: {
       reportHeld: ({ context }) => void reports.push({ type: 'workspace.held', id: context.actorId, path: context.path ?? '' }),
       reportFailed: ({ context }) => void reports.push({ type: 'workspace.failed', id: context.actorId, message: context.failure ?? '' }),
-      reportEnded: ({ context }) => void reports.push({ type: 'workspace.ended', id: context.actorId }),
     },
   });
   const actor = createActor(machine, {
@@ -95,7 +94,7 @@ describe('workspaceMachine', () => {
       expect(hold.work).toEqual(['acquire echo/workspace:h1', 'detach', work]);
       expect(hold.state()).toBe('released');
       expect(hold.actor.getSnapshot().status).toBe('done');
-      expect(hold.reports.at(-1)).toEqual({ type: 'workspace.ended', id: 'workspace:h1' });
+      expect(hold.reports, 'only workspace.held: its agent learns the end from its done event').toEqual([{ type: 'workspace.held', id: 'workspace:h1', path: '/ws' }]);
     });
   }
 
@@ -175,7 +174,8 @@ describe('workspaceMachine', () => {
     expect(hold.state()).toBe('acquiring');
     await hold.held();
     expect(hold.work.slice(1)).toEqual(['detach', 'keep busy']);
-    expect(hold.reports.map((report) => report.type)).toEqual(['workspace.ended']);
+    expect(hold.reports, 'never held').toEqual([]);
+    expect(hold.actor.getSnapshot().status).toBe('done');
   });
 
   it('an agent restart checks the workspace again; held again with the path it has now', async () => {
