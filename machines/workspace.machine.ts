@@ -203,7 +203,6 @@ export const workspaceMachine = setup({
       on: {
         'workspace.end': { actions: 'recordEnd', description: 'The holder is ending: remembered for the cleanup.' },
         'workspace.release': { actions: 'recordRelease', description: 'The holder is gone: cleaned up once made (a git command is never cut halfway).' },
-        'workspace.abandon': { actions: ['recordAbandon', 'recordRelease'], description: 'The holder never came to be: removed once made.' },
       },
     },
     held: {

@@ -46,7 +46,10 @@ export function releaseHold(workspace: SessionWorkspace): Promise<void> {
   return holdOver(workspace.actor);
 }
 
-/** No session ended up using the workspace: the hold removes a worktree it made; resolves when done. */
+/**
+ * No session ended up using the workspace: the hold removes a worktree it made; resolves when
+ * done. Sent only once `heldWorkspace` resolved (a hold that failed is over already).
+ */
 export function abandonHold(workspace: SessionWorkspace): Promise<void> {
   workspace.actor.send({ type: 'workspace.abandon' });
   return holdOver(workspace.actor);

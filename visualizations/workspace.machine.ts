@@ -80,10 +80,6 @@ export const workspaceMachine = setup({
           actions: 'recordRelease',
           description: 'The holder is gone: cleaned up once made (a git command is never cut halfway).',
         },
-        'workspace.abandon': {
-          actions: ['recordAbandon', 'recordRelease'],
-          description: 'The holder never came to be: removed once made.',
-        },
       },
     },
     held: {
