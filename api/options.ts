@@ -205,9 +205,10 @@ export const sessionOptionsSchema = z.strictObject({
   signal: z.custom<AbortSignal>((value) => value instanceof AbortSignal, 'must be an AbortSignal').optional(),
   /**
    * `newSession` only: resume the latest stored session of this agent in this cwd
-   * (`session/resume`, else `session/load`) instead of starting a new one; a new one only
-   * when none is stored.
-   * `not_supported` when the agent cannot load sessions: never a silent fresh session.
+   * (`session/resume`, else `session/load`) instead of starting a new one; a new one when
+   * none is stored, and when the stored one cannot be resumed (the agent cannot load sessions,
+   * does not know it, refused the load) — never silently: the new session's `resumeFallback`
+   * names the stored session and why.
    */
   resume: z.boolean().optional(),
   /** `resumeSession` only: the agent whose session it is, when several have that id. */

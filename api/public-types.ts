@@ -41,7 +41,7 @@ export type { ClassAction, ClassPolicy, ClassPolicies } from '../machines/polici
 
 // Sessions: their events, state, controls, permissions and elicitations.
 export type { SessionStatus, StallPolicy, SessionFailure } from '../machines/session-events.js';
-export type { SessionStateChange } from '../runtime/session-registry.js';
+export type { ResumeFallback, SessionStateChange } from '../runtime/session-registry.js';
 export type { SessionStateFields, SessionUsage } from '../runtime/session-state.js';
 export type { ControlOptions } from '../runtime/session-controls.js';
 export type { PermissionPolicy, PermissionRequest, PermissionOutcome } from '../core/permission-policy.js';

@@ -8,7 +8,7 @@ import { failures, invalidOptions, toError } from '../core/errors.js';
 import { checkPrompt, contentBlockFromFile } from '../runtime/prompt-content.js';
 import type { SessionControls } from '../runtime/session-controls.js';
 import { request } from '../runtime/requests.js';
-import type { SessionRecord, SessionRegistry } from '../runtime/session-registry.js';
+import type { ResumeFallback, SessionRecord, SessionRegistry } from '../runtime/session-registry.js';
 import type {
   AvailableCommand,
   ContentBlock,
@@ -185,6 +185,15 @@ export class Session implements AsyncIterable<SessionUpdate> {
     } catch {
       throw invalidOptions(`Session ${this.id} has no terminal ${JSON.stringify(terminalId)}`, this.agent);
     }
+  }
+
+  /**
+   * Set when `newSession(agent, { resume: true })` found a stored session for this agent and
+   * cwd but could not resume it (the agent cannot load sessions, does not know it, refused
+   * the load): that session's id and why; this session is a new one. Null otherwise.
+   */
+  get resumeFallback(): ResumeFallback | null {
+    return this.record.resumeFallback;
   }
 
   /** Why the session failed, when it did. */

@@ -8,7 +8,7 @@ import type { Actor, StateValue } from 'xstate';
 import { agentNameSchema, validateAgentSpec } from '../core/agent-spec.js';
 import { runsOnThisHost } from '../core/runtime-spec.js';
 import { describeSchemaIssue } from '../core/schema.js';
-import { failures, invalidOptions, toError } from '../core/errors.js';
+import { cannotResume, failures, invalidOptions, toError } from '../core/errors.js';
 import { reopenMethod } from '../services/acp-client.service.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import type { LiveConnection } from '../runtime/live-connections.js';
@@ -16,7 +16,7 @@ import { handleSignalsFor } from '../runtime/signal-handling.js';
 import { ResourceSampler } from '../runtime/resource-usage.js';
 import { storedSpec } from '../runtime/store-journal.js';
 import { SupervisorRuntime } from '../runtime/supervisor-runtime.js';
-import type { SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
+import type { ResumeFallback, SessionRecord, RuntimeEvents } from '../runtime/session-registry.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
 import { abandonHold } from '../runtime/workspace-holds.js';
 import { abortable } from '../util/abort.js';
@@ -275,12 +275,25 @@ export class Supervisor {
     options ??= {}; // null as "no options": validated as {} below, and never dereferenced as null
     const settings = this.sessionSettings(options, agent);
     return this.inWorkspace(agent, settings, async (settings) => {
+      let fallback: ResumeFallback | null = null;
       if (options.resume) {
         const [latest] = await this.runtime.reader.sessions({ agent, cwd: this.sessionCwd(agent, settings) });
-        if (latest) return this.openLoaded(agent, latest.sessionId, { ...settings, reopen: 'resume' }, options.signal);
+        if (latest) {
+          try {
+            return await this.openLoaded(agent, latest.sessionId, { ...settings, reopen: 'resume' }, options.signal);
+          } catch (error) {
+            // It cannot be resumed: a new session, which says why (as the daemon's named sessions do).
+            if (!cannotResume(error)) throw error;
+            fallback = { sessionId: latest.sessionId, kind: error.kind, message: error.message };
+            const failed = this.runtime.sessions.get(agent, latest.sessionId);
+            if (failed) await this.runtime.sessions.close(failed);
+          }
+        }
       }
       const handle = await this.ensureAgent(agent, { signal: options.signal });
-      return this.runtime.opener.create(handle, { ...settings, cwd: this.sessionCwd(agent, settings) }, options.signal);
+      const record = await this.runtime.opener.create(handle, { ...settings, cwd: this.sessionCwd(agent, settings) }, options.signal);
+      record.resumeFallback = fallback;
+      return record;
     });
   }
 

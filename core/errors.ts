@@ -331,6 +331,18 @@ export function agentFailure(kind: AgentErrorKind, agent: string, message: strin
 }
 
 /** A readable message from whatever was thrown (an Error, a JSON-RPC error object, anything). */
+/**
+ * Kinds that say a stored session cannot be resumed (the agent cannot load sessions, does not
+ * know it, refused the load, or it is closed): a caller that asked to resume the latest one
+ * opens a new session instead, and says so.
+ */
+export const unresumableKinds: ReadonlySet<AgentErrorKind> = new Set<AgentErrorKind>(['not_supported', 'session_not_found', 'protocol_error', 'session_closed']);
+
+/** Whether `error` says that a stored session cannot be resumed (see {@link unresumableKinds}). */
+export function cannotResume(error: unknown): error is AgentError {
+  return error instanceof AgentError && unresumableKinds.has(error.kind);
+}
+
 export function describeError(error: unknown): string {
   if (error instanceof Error) return error.message;
   if (error && typeof error === 'object' && 'message' in error) return String((error as { message: unknown }).message);

@@ -6,7 +6,7 @@
  */
 import { realpathSync } from 'node:fs';
 import type { Session, Supervisor } from '../index.js';
-import { AgentError } from '../index.js';
+import { cannotResume } from '../core/errors.js';
 import type { PromptStreamLine, SessionRow } from './api-types.js';
 import { ApiError, errorBody } from './http-kit.js';
 import { NamedSessionFile } from './named-session-file.js';
@@ -163,7 +163,7 @@ export class SessionDesk {
         await open.session.resume();
         return { held: open, opened: 'resumed' };
       } catch (error) {
-        if (!isUnresumable(error)) throw error;
+        if (!cannotResume(error)) throw error;
         notice = `Session "${name}" (${open.session.id}) could not be resumed (${(error as Error).message}); a new session was opened`;
       }
     }
@@ -176,7 +176,7 @@ export class SessionDesk {
         const session = await this.options.supervisor.resumeSession(storedId, { agent });
         return { held: this.held.get(session.id) ?? this.hold(session, name), opened: 'resumed' };
       } catch (error) {
-        if (!isUnresumable(error)) throw error;
+        if (!cannotResume(error)) throw error;
         notice = `Session "${name}" (${storedId}) could not be resumed (${(error as Error).message}); a new session was opened`;
       }
     }
@@ -253,6 +253,4 @@ function sameDirectory(a: string, b: string): boolean {
 }
 
 /** A stored session that cannot be resumed: the agent cannot load sessions, or no longer knows it. */
-function isUnresumable(error: unknown): boolean {
-  return error instanceof AgentError && ['not_supported', 'session_not_found', 'protocol_error', 'session_closed'].includes(error.kind);
-}
+

@@ -8,7 +8,7 @@
 import type { ActorRefFrom } from 'xstate';
 import type { ContentBlock, McpServer, SessionNotification, SessionUpdate } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
-import type { AgentFailure, AuthMethodSummary } from '../core/errors.js';
+import type { AgentErrorKind, AgentFailure, AuthMethodSummary } from '../core/errors.js';
 import type { ElicitationPolicy, ElicitationRequest } from '../core/elicitation.js';
 import type { PermissionPolicy, PermissionRequest } from '../core/permission-policy.js';
 import { sessionActorId, type agentMachine } from '../machines/agent.machine.js';
@@ -147,6 +147,8 @@ export class SessionRecord {
   stored = false;
   /** The `_meta` of the agent's latest session/new, load or resume answer, if it carried one. */
   answerMeta: Record<string, unknown> | null = null;
+  /** `newSession({ resume: true })` could not resume this stored session, and opened this one instead. */
+  resumeFallback: ResumeFallback | null = null;
 
   constructor(
     readonly agent: string,
@@ -247,6 +249,13 @@ export class SessionRecord {
       this.markReleased();
     }
   }
+}
+
+/** Why `newSession({ resume: true })` opened a new session: the stored one it tried, and the refusal. */
+export interface ResumeFallback {
+  sessionId: string;
+  kind: AgentErrorKind;
+  message: string;
 }
 
 /** Updates for a session not registered yet (sent right after session/new) wait here. */

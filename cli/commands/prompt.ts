@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CancelBody, PromptStreamLine, SessionRow, SessionsBody } from '../../daemon/api-types.js';
 import { CliError } from '../cli-error.js';
+import { promptText } from '../prompt-text.js';
 import { ApiError } from '../daemon-client.js';
 import { ExitCode } from '../exit-codes.js';
 import { interrupted, onInterrupt, type StopSignal } from '../interrupt.js';
@@ -28,12 +29,12 @@ export function registerPrompt(program: Command): void {
     .command('prompt')
     .description("send a prompt to an agent's named session in the daemon and stream the answer")
     .argument('<agent>', 'the agent')
-    .argument('<text...>', 'the prompt')
+    .argument('[text...]', 'the prompt (read from stdin when omitted, or when it is -, and stdin is not a terminal)')
     .option('-s, --session <name>', 'the named session (default: "default"); opened when it does not exist')
     .option('--new', 'open a fresh session under the name')
     .option('--cwd <dir>', "the session's working directory (default: the current one); a named session open in another is refused")
     .addOption(formatOption())
-    .action((agent: string, words: string[], options: PromptOptions, command: Command) => prompt(agent, words.join(' '), options, command));
+    .action(async (agent: string, words: string[], options: PromptOptions, command: Command) => prompt(agent, await promptText(words, 'agentvisor prompt <agent> "<text>"'), options, command));
 
   program
     .command('cancel')

@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import type { Supervisor } from '../../index.js';
 import { CliError } from '../cli-error.js';
+import { promptText } from '../prompt-text.js';
 import { agentNames, agentSpec, asConfigError, supervisorOptions, type Config } from '../config.js';
 import { loadContext } from '../context.js';
 import { ExitCode } from '../exit-codes.js';
@@ -45,7 +46,7 @@ async function run(agent: string, words: string[], options: RunOptions, command:
   const spec = await agentSpec(config, agent);
   if (!spec) throw unknownAgent(agent, config);
   const { createSupervisor } = await loadLibrary();
-  const text = words.length > 0 ? words.join(' ') : await readPrompt();
+  const text = await promptText(words, 'agentvisor run <agent> "<prompt>"');
   const mode: PermissionMode = options.approveAll ? 'allow' : options.denyAll ? 'deny' : 'ask';
   const asker = new PermissionAsker();
   const supervisor = openSupervisor(config, () =>
@@ -107,12 +108,3 @@ export function unknownAgent(agent: string, config: Config): CliError {
   return new CliError(`No agent named "${agent}" in ${where}`, ExitCode.usage, `Known agents: ${agentNames(config).join(', ')}`);
 }
 
-/** The prompt from stdin, when it is not a terminal; a usage error otherwise or when it is empty. */
-async function readPrompt(): Promise<string> {
-  if (process.stdin.isTTY) throw new CliError('Give a prompt: agentvisor run <agent> "<prompt>"', ExitCode.usage);
-  let text = '';
-  process.stdin.setEncoding('utf8');
-  for await (const chunk of process.stdin) text += chunk as string;
-  if (text.trim() === '') throw new CliError('The prompt is empty: give one as an argument or on stdin', ExitCode.usage);
-  return text.replace(/\n$/, '');
-}

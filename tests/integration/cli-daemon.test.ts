@@ -93,6 +93,17 @@ describe('agentvisor with a daemon', () => {
     expect(lines.at(-1)).toMatchObject({ type: 'done', stopReason: 'end_turn', text: 'again' });
   });
 
+  it('prompt reads its text from stdin when none is given (or it is -); an empty stdin is a usage error', async () => {
+    const args = ['--state-dir', stateDir(), '--config', files.path('agentvisor.config.json'), 'prompt', 'fx', '-s', 'piped'];
+    const piped = await startCli(args, { env, cwd: files.dir, input: 'from a pipe\n' });
+    expect(piped).toMatchObject({ exitCode: 0, stdout: 'from a pipe\n' });
+    const dash = await startCli([...args, '-'], { env, cwd: files.dir, input: 'dash too' });
+    expect(dash).toMatchObject({ exitCode: 0, stdout: 'dash too\n' });
+    const empty = await startCli(args, { env, cwd: files.dir, input: '  \n' });
+    expect(empty.exitCode).toBe(2);
+    expect(empty.stderr).toContain('The prompt is empty: give one as an argument or on stdin');
+  });
+
   it('two prompts on one named session: the second waits behind the first, and both are answered in order', async () => {
     // The first turn holds on a permission request, so the second surely finds it running.
     const hold = JSON.stringify({ op: 'permission', title: 'hold' });

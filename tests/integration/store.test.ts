@@ -167,11 +167,29 @@ describe('resuming', () => {
     expect((await env.supervisor.sessions({ cwd: env.files.dir })).map((session) => session.sessionId)).toEqual([second.id, first.id]);
   });
 
-  it('an agent that cannot load sessions: not_supported, never a silent fresh session; an unknown id: session_not_found', async () => {
+  it('resume: true where the agent refuses the load (it does not know the session): a new session says why, and the refused one is not left open', async () => {
+    const first = createSupervisor({ stateDir: env.files.path('state'), agents: { fixture: fixtureSpec(['--load-session']) } });
+    const old = await first.newSession('fixture', { cwd: env.files.dir });
+    await old.prompt('remember this');
+    await first.shutdown();
+    // A new process with no state file: it never heard of the stored session.
+    env.supervisor = createSupervisor({ stateDir: env.files.path('state'), agents: { fixture: fixtureSpec(['--load-session']) } });
+    const fresh = await env.supervisor.newSession('fixture', { cwd: env.files.dir, resume: true });
+    expect(fresh.id).not.toBe(old.id);
+    expect(fresh.resumeFallback).toMatchObject({ sessionId: old.id, kind: 'protocol_error' });
+    expect(env.supervisor.openSessions().map((session) => session.id)).toEqual([fresh.id]);
+  });
+
+  it('an agent that cannot load sessions: resume: true opens a new session that says why (never silently); resumeSession is not_supported; an unknown id: session_not_found', async () => {
     env.supervisor = createSupervisor({ stateDir: env.files.path('state'), agents: { fixture: fixtureSpec() } });
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
+    expect(session.resumeFallback).toBeNull();
     await session.close();
-    await expect(env.supervisor.newSession('fixture', { cwd: env.files.dir, resume: true })).rejects.toMatchObject({ kind: 'not_supported' });
+    const fresh = await env.supervisor.newSession('fixture', { cwd: env.files.dir, resume: true });
+    expect(fresh.id).not.toBe(session.id);
+    expect(fresh.resumeFallback).toEqual({ sessionId: session.id, kind: 'not_supported', message: expect.stringMatching(/load/) });
+    expect(await fresh.prompt('still works')).toBe('end_turn');
+    await fresh.close();
     await expect(env.supervisor.resumeSession(session.id)).rejects.toMatchObject({ kind: 'not_supported' });
     await expect(env.supervisor.resumeSession('no-such-session')).rejects.toMatchObject({ kind: 'session_not_found' });
     expect(env.supervisor.openSessions()).toEqual([]);

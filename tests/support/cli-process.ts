@@ -33,19 +33,22 @@ export interface CliRunOptions {
   cwd?: string;
   /** A hung CLI fails its test instead of timing the whole file out. */
   timeout?: number;
+  /** What the CLI reads on stdin (a pipe); none: stdin is closed at once. */
+  input?: string;
 }
 
 /** Starts `agentvisor ...args`; the promise resolves with its result (never rejects on a non-zero exit). */
 export function startCli(args: readonly string[], options: CliRunOptions): ResultPromise<{ reject: false; stdin: 'ignore'; extendEnv: false; stripFinalNewline: false }> {
+  // The type says stdin 'ignore' either way: no caller writes to it (a given input is written by execa).
   return execa(process.execPath, [cliMain, ...args], {
     env: options.env,
     extendEnv: false,
     cwd: options.cwd,
     reject: false,
-    stdin: 'ignore',
+    ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
     stripFinalNewline: false, // what the CLI prints, exactly
     timeout: options.timeout ?? 15_000,
-  });
+  }) as unknown as ResultPromise<{ reject: false; stdin: 'ignore'; extendEnv: false; stripFinalNewline: false }>;
 }
 
 /**
