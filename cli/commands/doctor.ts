@@ -1,12 +1,14 @@
 /**
  * `agentvisor doctor`: what this host offers. With a daemon running, its own report
- * (`GET /v1/doctor`: presets, containment, store); without one, the checks the CLI can make
- * itself: which agents' commands are on PATH and how to install the others, the state
- * directory, the config file, and that no daemon runs.
+ * (`GET /v1/doctor`: presets, containment, store); without one, the same checks made here
+ * (a supervisor with no agents: the containment this host gives, the store in the state
+ * directory when there is one — none is made), the config file, and that no daemon runs.
  */
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { DoctorBody, DoctorPreset } from '../../daemon/api-types.js';
+import { doctorReport } from '../../daemon/doctor.js';
 import { CliError } from '../cli-error.js';
 import { agentSpecs, type Config } from '../config.js';
 import { loadLibrary } from '../library.js';
@@ -58,17 +60,28 @@ async function fromDaemon(stateDir: string, config: Config): Promise<DoctorRepor
   }
 }
 
-/** The checks the CLI makes by itself. */
+/** The checks the CLI makes by itself: the agents on PATH, and the containment and store a supervisor here would get. */
 async function localReport(stateDir: string, config: Config): Promise<DoctorReport> {
-  const { findExecutable } = await loadLibrary(); // the presets below load it anyway
-  const presets = Object.entries(await agentSpecs(config)).map(([agent, spec]) => ({
-    agent,
-    displayName: spec.displayName ?? agent,
-    command: spec.command,
-    path: findExecutable(spec.command),
-    installHint: spec.installHint ?? null,
-  }));
-  return { version: packageVersion(), node: process.version, stateDir, presets, config: config.path, daemon: null };
+  const { createSupervisor, storeFileName } = await loadLibrary();
+  const agents = await agentSpecs(config);
+  // A store is opened only where one exists: doctor makes no state directory of its own.
+  const storeExists = existsSync(join(stateDir, storeFileName));
+  const base = { agents: {}, handleSignals: false, sweepOnStart: false } as const;
+  let supervisor;
+  let storeError: string | null = null;
+  try {
+    supervisor = createSupervisor(storeExists ? { ...base, stateDir } : { ...base, stateDir: false, store: 'memory' });
+  } catch (error) {
+    storeError = (error as Error).message; // owned by a running `run`, say
+    supervisor = createSupervisor({ ...base, stateDir: false, store: 'memory' });
+  }
+  try {
+    const body = await doctorReport(supervisor, { agents, stateDir, storeKind: 'sqlite' }, packageVersion());
+    const store: DoctorBody['store'] = storeError !== null ? { kind: 'sqlite', ok: false, stats: null, error: storeError } : storeExists ? body.store : { kind: 'sqlite', ok: true, stats: null, error: null };
+    return { ...body, store, config: config.path, daemon: null };
+  } finally {
+    await supervisor.shutdown();
+  }
 }
 
 
@@ -94,7 +107,7 @@ function render(report: DoctorReport): string {
   }
   if (report.store) {
     const { kind, ok: healthy, stats, error } = report.store;
-    const detail = stats ? `${stats.sessions} sessions, ${stats.transcript.count} transcript entries, ${stats.stderr.count} log lines` : '';
+    const detail = stats ? `${stats.sessions} sessions, ${stats.transcript.count} transcript entries, ${stats.stderr.count} log lines` : healthy ? 'none yet: made on first use' : '';
     lines.push(`store:      ${healthy ? ok : bad} ${kind}${detail ? style.dim(` (${detail})`) : ''}${error ? ` ${style.red(error)}` : ''}`);
   }
   return `${lines.join('\n')}\n`;

@@ -8,6 +8,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentsBody, PermissionsBody, SessionsBody } from '../../daemon/api-types.js';
+import { createSupervisor } from '../../index.js';
 import { cliEnvironment, startCli, stopServe, waitForLine } from '../support/cli-process.js';
 import { fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
 
@@ -229,10 +230,22 @@ describe.concurrent('agentvisor without a daemon', () => {
     }
   });
 
-  it('doctor makes its own checks', async () => {
+  it('doctor makes its own checks: agents, and the containment and store a supervisor here gets (no state made)', async () => {
     const result = await startCli(['--state-dir', files.path('empty-state'), 'doctor'], { env, cwd: files.dir });
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/^daemon: +not running/m);
     expect(result.stdout).toMatch(/^ {2}✓ echo /m);
+    expect(result.stdout).toMatch(/^containment: (pid-namespace|cgroup|proc-tracking|process groups only)/m);
+    expect(result.stdout).toMatch(/^store: +✓ sqlite \(none yet: made on first use\)/m);
+    expect(existsSync(files.path('empty-state')), 'doctor made no state directory').toBe(false);
+
+    const used = files.path('used-state');
+    const supervisor = createSupervisor({ stateDir: used, agents: {}, handleSignals: false, sweepOnStart: false });
+    await supervisor.shutdown();
+    const json = await startCli(['--state-dir', used, 'doctor', '--format', 'json'], { env, cwd: files.dir });
+    const report = JSON.parse(json.stdout) as { daemon: unknown; containment: { kind: string | null }; store: { kind: string; ok: boolean; stats: { sessions: number } | null } };
+    expect(report.daemon).toBeNull();
+    expect(report.containment.kind).toBe(supervisor.containment.kind);
+    expect(report.store).toMatchObject({ kind: 'sqlite', ok: true, stats: { sessions: 0 } });
   });
 });
