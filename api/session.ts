@@ -3,8 +3,9 @@
  * (a child actor of the agent's actor), which answers every prompt and resume; this class
  * sends those requests and awaits the answers, and delivers the session's events.
  */
+import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
-import { failures, invalidOptions, toError } from '../core/errors.js';
+import { AgentError, failures, invalidOptions, toError } from '../core/errors.js';
 import { checkPrompt, contentBlockFromFile } from '../runtime/prompt-content.js';
 import type { SessionControls } from '../runtime/session-controls.js';
 import { request } from '../runtime/requests.js';
@@ -217,12 +218,26 @@ export class Session implements AsyncIterable<SessionUpdate> {
     checkPrompt(this.agent, this.host.displayName(this.agent), prompt, this.host.promptCapabilities(this.agent));
     if (options.meta !== undefined && (options.meta === null || typeof options.meta !== 'object' || Array.isArray(options.meta))) throw invalidOptions('Prompt option meta must be an object', this.agent);
     const event = { type: 'prompt' as const, prompt, ...(options.meta ? { meta: options.meta } : {}) };
-    const answer = await request<{ stopReason?: StopReason }>(actor, 'request.settled', event, this.agent, {
-      signal: options.signal,
-      onAbort: () => this.cancel(),
-      waitAfterAbort: true,
-    });
-    return answer.stopReason ?? 'end_turn';
+    const requestId = randomUUID();
+    // The agent classifies a turn the agent refused (docs/failures.md): the error carries its class.
+    const classification = this.record.classificationOf(requestId);
+    try {
+      const answer = await request<{ stopReason?: StopReason }>(actor, 'request.settled', event, this.agent, {
+        signal: options.signal,
+        onAbort: () => this.cancel(),
+        waitAfterAbort: true,
+        requestId,
+      });
+      return answer.stopReason ?? 'end_turn';
+    } catch (error) {
+      const classified = classification.failure();
+      if (error instanceof AgentError && error.class === undefined && classified?.class !== undefined) {
+        throw error.withClass({ class: classified.class, retryable: classified.retryable ?? false, retryAt: classified.retryAt ?? null });
+      }
+      throw error;
+    } finally {
+      classification.off();
+    }
   }
 
   /** Cancels the running turn: `session/cancel`, pending permission requests answered `cancelled`. */

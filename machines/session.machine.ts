@@ -179,10 +179,12 @@ export const sessionMachine = setup({
      * The agent answered the prompt with an error: its agent classifies it (a login or a limit
      * parks the agent, docs/failures.md). A lost process is the agent's own news, not reported.
      */
-    reportTurnFailure: sendParent((_, params: { failure: SessionFailure }) => {
+    reportTurnFailure: sendParent(({ context }, params: { failure: SessionFailure }) => {
       const { failure } = params;
       return {
         type: 'agent.failure',
+        // The prompt's request id: the agent's answer (failure.classified) gives the prompt's error its class.
+        ...(context.request ? { requestId: context.request.id } : {}),
         phase: 'turn',
         kind: failure.kind,
         detail: failure.message,

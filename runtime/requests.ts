@@ -21,6 +21,8 @@ export interface RequestOptions {
   onAbort?: () => void;
   /** With `onAbort`: keep waiting for the answer after the signal fired (the cancel decides it). */
   waitAfterAbort?: boolean;
+  /** The request's id, when the caller follows other answers to it too (a turn's classification); a fresh one by default. */
+  requestId?: string;
 }
 
 /**
@@ -34,7 +36,7 @@ export function request<Ok extends object = object>(
   agent: string,
   options: RequestOptions = {},
 ): Promise<{ ok: true } & Ok> {
-  const requestId = randomUUID();
+  const requestId = options.requestId ?? randomUUID();
   try {
     requireSignal(options.signal);
   } catch (error) {

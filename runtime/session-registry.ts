@@ -237,6 +237,19 @@ export class SessionRecord {
     this.detach = () => (status.unsubscribe(), stall.unsubscribe(), expired.unsubscribe());
   }
 
+  /**
+   * Follows the agent's classification of a failure this session reports with `requestId` (a
+   * prompt's: the session machine sends it with the turn's failure, the agent machine answers
+   * `failure.classified`). `failure()` is it once it came; `off()` stops following.
+   */
+  classificationOf(requestId: string): { failure(): AgentFailure | undefined; off(): void } {
+    let classified: AgentFailure | undefined;
+    const subscription = this.agentActor()?.on('failure.classified', (event) => {
+      if (event.requestId === requestId) classified = event.failure;
+    });
+    return { failure: () => classified, off: () => subscription?.unsubscribe() };
+  }
+
   /** Stops listening, kills the terminals, then runs `ended` (the workspace's cleanup); `released` resolves after. */
   async release(ended?: () => Promise<void> | void): Promise<void> {
     this.detach();

@@ -149,13 +149,27 @@ describe('rate_limited and usage_limit: parked in rateLimited', () => {
     expect(starts()).toBe(3);
   });
 
+  it("a custom agent's turn refused with \"429 Too Many Requests, retry after 30s\": the prompt's error is rate_limited with its reset time; a turn the classifier cannot place has class unknown", async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, agents: { custom: fixtureSpec() } });
+    const session = await env.supervisor.newSession('custom', { cwd: env.files.dir });
+    const limited = command({ op: 'fail', code: -32603, message: '429 Too Many Requests, retry after 30s' });
+    await expect(session.prompt(limited)).rejects.toMatchObject({ kind: 'protocol_error', class: 'rate_limited', retryable: true, retryAt: clock.now() + 30_000 });
+    await waitForStatus(env.supervisor, 'custom', 'rateLimited');
+    clock.increment(30_000);
+    await waitForStatus(env.supervisor, 'custom', 'connected');
+    const other = await env.supervisor.newSession('custom', { cwd: env.files.dir });
+    await expect(other.prompt(command({ op: 'fail', code: -32603, message: 'something odd' }))).rejects.toMatchObject({ kind: 'protocol_error', class: 'unknown' });
+  });
+
   it('a turn refused with 429 parks the agent with its process; it is connected again when the limit resets', async () => {
     const clock = new SimulatedClock();
     env.supervisor = createSupervisor({ clock, agents: scripted() });
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
     const pid = env.supervisor.list()[0]!.pid;
     const fail = command({ op: 'fail', code: -32603, message: 'Rate limit reached for requests. Please try again in 10s.', data: { status: 429 } });
-    await expect(session.prompt(fail)).rejects.toMatchObject({ kind: 'protocol_error' });
+    // The prompt's own error carries the class its agent gave the failure.
+    await expect(session.prompt(fail)).rejects.toMatchObject({ kind: 'protocol_error', class: 'rate_limited', retryable: true, retryAt: clock.now() + 10_000 });
     await waitForStatus(env.supervisor, 'fixture', 'rateLimited');
     expect(env.supervisor.list()[0]).toMatchObject({ pid, lastError: { class: 'rate_limited', retryable: true } });
     clock.increment(9_999);
