@@ -196,22 +196,23 @@ export function supervisorOptions(config: Config): SupervisorOptions {
 
 /**
  * The state directory: `--state-dir`, else the config's `stateDir`, else
- * `$AGENTVISOR_STATE_DIR`, else the library's default (see {@link defaultStateDir}).
+ * `$AGENTVISOR_STATE_DIR`, else the tools' own (see {@link toolStateDir}; a program that embeds
+ * the library gets a directory of its own instead).
  */
 export function resolveStateDir(flag: string | undefined, config: Config, env: NodeJS.ProcessEnv = process.env): string {
   if (flag) return resolve(flag);
   if (config.file.stateDir) return config.file.stateDir;
   if (env.AGENTVISOR_STATE_DIR) return resolve(env.AGENTVISOR_STATE_DIR);
-  return defaultStateDir(env);
+  return toolStateDir(env);
 }
 
 /**
- * The library's `defaultStateDir()` — `$XDG_STATE_HOME/agentvisor`, else
- * `~/.local/state/agentvisor` — computed here so that the commands that only talk to a
- * daemon need not load the library to find it (tests/unit/cli-config.test.ts checks that
- * the two agree).
+ * The library's `toolStateDir()` — `$XDG_STATE_HOME/agentvisor`, else
+ * `~/.local/state/agentvisor`, the directory the CLI and the daemon share — computed here so
+ * that the commands that only talk to a daemon need not load the library to find it
+ * (tests/unit/cli-config.test.ts checks that the two agree).
  */
-export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+export function toolStateDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'agentvisor');
 }
 

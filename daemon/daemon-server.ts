@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { resolve } from 'node:path';
 import { WebSocketServer } from 'ws';
-import { createSupervisor, defaultStateDir, type Supervisor } from '../index.js';
+import { createSupervisor, toolStateDir, type Supervisor } from '../index.js';
 import { AgentWatch } from './agent-watch.js';
 import type { DoctorBody } from './api-types.js';
 import { addressUnavailable, daemonRunning } from './daemon-errors.js';
@@ -23,7 +23,7 @@ import { SessionDesk } from './session-desk.js';
 
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const supervisorOptions = options.supervisor ?? {};
-  const stateDir = supervisorOptions.stateDir === false ? null : resolve(supervisorOptions.stateDir ?? defaultStateDir());
+  const stateDir = supervisorOptions.stateDir === false ? null : resolve(supervisorOptions.stateDir ?? toolStateDir());
   const writeFiles = (options.writeFiles ?? true) && stateDir !== null;
   if (writeFiles) refuseSecondDaemon(stateDir!);
 
@@ -36,7 +36,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 
   let supervisor: Supervisor;
   try {
-    supervisor = createSupervisor({ handleSignals: false, permissions: 'ask', ...supervisorOptions });
+    // The daemon's state is the tools' own directory (the CLI finds it there), not a program's default.
+    supervisor = createSupervisor({ handleSignals: false, permissions: 'ask', ...supervisorOptions, stateDir: stateDir ?? false });
   } catch (error) {
     server.close();
     throw error;

@@ -12,7 +12,7 @@
  * time differs from the recorded one (a reused pid) is never signalled. No XState here.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, hostname } from 'node:os';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { killCgroup } from './containment/cgroup.containment.js';
 import type { Containment, ContainmentHandle, ContainmentKind } from './containment/containment.js';
@@ -51,12 +51,6 @@ export interface SweepResult {
   /** What was killed; `terminal` marks a command an agent ran through `terminal/create`. */
   killed: Array<{ agent: string; pid: number; command: string; terminal?: true; container?: string }>;
   skipped: Array<{ agent: string; pid: number; reason: string; terminal?: true }>;
-}
-
-/** `$XDG_STATE_HOME/agentvisor`, or `~/.local/state/agentvisor`. */
-export function defaultStateDir(): string {
-  const base = process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
-  return join(base, 'agentvisor');
 }
 
 /** This process's identity, read once. */

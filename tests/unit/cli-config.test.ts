@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSupervisor, defaultStateDir as libraryDefaultStateDir, presets } from '../../index.js';
+import { createSupervisor, toolStateDir as libraryToolStateDir, presets } from '../../index.js';
 import { CliError } from '../../cli/cli-error.js';
-import { agentNames, agentSpec, agentSpecs, asConfigError, defaultStateDir, findConfigFile, loadConfig, parseConfig, resolveStateDir, supervisorOptions, type Config } from '../../cli/config.js';
+import { agentNames, agentSpec, agentSpecs, asConfigError, toolStateDir, findConfigFile, loadConfig, parseConfig, resolveStateDir, supervisorOptions, type Config } from '../../cli/config.js';
 import { ExitCode } from '../../cli/exit-codes.js';
 
 let dir: string;
@@ -153,12 +153,12 @@ describe('supervisor options and the state directory', () => {
     expect(resolveStateDir(undefined, without, { XDG_STATE_HOME: '/xdg' })).toBe('/xdg/agentvisor');
   });
 
-  it("the default is the library's defaultStateDir()", () => {
+  it("the default is the library's toolStateDir() (the CLI's and the daemon's own)", () => {
     const saved = process.env.XDG_STATE_HOME;
     try {
       for (const value of ['/somewhere/else', '']) {
         process.env.XDG_STATE_HOME = value;
-        expect(defaultStateDir()).toBe(libraryDefaultStateDir());
+        expect(toolStateDir()).toBe(libraryToolStateDir());
       }
     } finally {
       if (saved === undefined) delete process.env.XDG_STATE_HOME;
