@@ -68,6 +68,8 @@ const state = {
   transcripts: new Map(),
   /** @type {Map<string, Feed>} Log lines by agent. */
   logs: new Map(),
+  /** @type {Map<string, { text: string, session: string }>} The prompt box of each agent, kept while another is selected. */
+  drafts: new Map(),
 };
 
 /**
@@ -377,6 +379,11 @@ function refreshSessionCount(name) {
 
 function selectAgent(name) {
   if (state.selectedAgent === name) return;
+  // Each agent has its own prompt box: what was typed for one is not sent to another.
+  if (state.selectedAgent) state.drafts.set(state.selectedAgent, { text: view.promptText.value, session: view.promptSession.value });
+  const draft = (name && state.drafts.get(name)) || { text: '', session: '' };
+  view.promptText.value = draft.text;
+  view.promptSession.value = draft.session;
   state.selectedAgent = name;
   state.selectedSession = null;
   state.sessions = [];
@@ -412,6 +419,8 @@ function loadStatechart() {
     svg.removeAttribute('height');
     svg.dataset.naturalWidth = String(naturalWidth);
     const node = document.importNode(svg, true);
+    // At its natural size by default (its labels readable), scrolled to the current state; `fit` shows it whole.
+    if (!view.statechart.classList.contains('fit')) node.style.width = `${Math.round(naturalWidth * zoom)}px`;
     chartGroups = new Map();
     for (const group of node.querySelectorAll('g.node, g.cluster')) {
       const title = group.querySelector(':scope > title')?.textContent;
@@ -579,9 +588,11 @@ function createSessionRow({ sessionId }) {
 
 function updateSessionRow(parts, session) {
   parts.element.classList.toggle('selected', session.sessionId === state.selectedSession);
-  parts.button.textContent = session.title || session.name || session.sessionId;
-  parts.button.title = `${session.sessionId}\n${session.cwd}`;
-  const facts = [session.state, session.busy && 'busy', session.queued && `${session.queued} queued`, !session.live && 'not open', time(session.updatedAt)];
+  // A named session keeps its name when the agent gives it a title: the title is a fact beside it.
+  parts.button.textContent = session.name || session.title || session.sessionId;
+  parts.button.title = [session.title, session.sessionId, session.cwd].filter(Boolean).join('\n');
+  const title = session.name && session.title ? `“${session.title}”` : null;
+  const facts = [title, session.state, session.busy && 'busy', session.queued && `${session.queued} queued`, !session.live && 'not open', time(session.updatedAt)];
   parts.facts.textContent = facts.filter(Boolean).join(' · ');
 }
 

@@ -64,7 +64,8 @@ describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromiu
   beforeAll(async () => {
     stateDir = mkdtempSync(join(tmpdir(), 'agentvisor-dashboard-'));
     daemon = await startDaemon({
-      supervisor: { agents: { fixture: fixtureSpec(['--stderr', 'hello log']) }, stateDir, handleSignals: false },
+      // zeta is never started: it is the other agent the prompt box is kept apart from.
+      supervisor: { agents: { fixture: fixtureSpec(['--stderr', 'hello log']), zeta: fixtureSpec() }, stateDir, handleSignals: false },
       port: 0,
     });
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: chromiumArgs });
@@ -100,6 +101,20 @@ describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromiu
     await poll(() => agentRow().getByTestId('agent-status').textContent()).toBe('idle');
     await page.locator('[data-testid=statechart] svg').waitFor();
     expect(await litTitles(page)).toEqual(['idle']);
+    // Readable as it opens: at its natural size (the panel scrolls), not shrunk to the panel's width.
+    const chart = () =>
+      page.locator('[data-testid=statechart] svg').evaluate((svg) => ({
+        width: svg.getBoundingClientRect().width,
+        natural: Number((svg as unknown as { dataset: Record<string, string> }).dataset.naturalWidth),
+        panel: svg.parentElement!.clientWidth,
+        fit: svg.parentElement!.classList.contains('fit'),
+      }));
+    const opened = await chart();
+    expect(opened.fit).toBe(false);
+    expect(opened.width).toBeGreaterThanOrEqual(opened.natural - 1);
+    expect(opened.natural, 'the agent statechart is wider than the panel: fit would shrink its labels').toBeGreaterThan(opened.panel);
+    await page.getByTestId('zoom-fit').click();
+    expect((await chart()).width).toBeLessThanOrEqual(opened.panel);
 
     await agentRow().getByTestId('agent-start').click();
     await poll(() => agentRow().getByTestId('agent-status').textContent()).toBe('connected');
@@ -129,6 +144,13 @@ describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromiu
     expect(seen.length).toBeGreaterThanOrEqual(2);
     expect(seen.at(-1)).toBe(complete);
     for (const [index, text] of seen.entries()) if (index > 0) expect(text.startsWith(seen[index - 1]!)).toBe(true);
+
+    // The agent titles the session: the list still names it by its name, the title beside it.
+    await prompt('{"op":"updates"}');
+    await poll(() => transcript().locator('.entry-agent [data-testid=transcript-text]').last().textContent()).toBe('updates:done');
+    const row = page.locator('[data-testid=session-row]').first();
+    await poll(() => row.locator('.muted').textContent()).toContain('“Fixture session”');
+    expect(await row.locator('button').textContent()).toBe('default');
   });
 
   it('answers a permission request with a click; the agent reports the answer in the transcript', async () => {
@@ -167,7 +189,7 @@ describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromiu
       await second.locator('[data-testid=transcript][data-loaded=true]').waitFor();
       // History has each turn's result besides what the first page saw live.
       await poll(() => entryTexts(second)).toEqual(shown);
-      expect(await second.locator('[data-testid=transcript-entry].entry-result').allTextContents()).toEqual(Array(3).fill('turn ended: end_turn'));
+      expect(await second.locator('[data-testid=transcript-entry].entry-result').allTextContents()).toEqual(Array(4).fill('turn ended: end_turn')); // hello, slow, updates, permission
 
       expect(streams).toHaveLength(1);
       await streams[0]!.close();
@@ -188,6 +210,21 @@ describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromiu
     } finally {
       await second.close();
     }
+  });
+
+  it('keeps a prompt box per agent: what was typed for one is not carried to another', async () => {
+    const text = page.getByTestId('prompt-text');
+    const select = (agent: string) => page.locator(`[data-testid=agent-row][data-agent=${agent}] [data-action=select-agent]`).click();
+    await text.fill('for fixture only');
+    await select('zeta');
+    await poll(() => text.inputValue()).toBe('');
+    await text.fill('for zeta');
+    await select('fixture');
+    await poll(() => text.inputValue()).toBe('for fixture only');
+    await select('zeta');
+    await poll(() => text.inputValue()).toBe('for zeta');
+    await select('fixture');
+    await text.fill('');
   });
 
   it('refuses the page without its token, or with another', async () => {
