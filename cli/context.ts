@@ -10,6 +10,8 @@ export interface GlobalOptions {
   config?: string;
   stateDir?: string;
   color?: boolean;
+  /** `--no-autostart`: false. */
+  autostart?: boolean;
 }
 
 /** The config and the state directory a command works with. */
@@ -28,9 +30,4 @@ export function loadContext(command: Command): Context {
   const globals = globalOptions(command);
   const config = loadConfig({ flag: globals.config });
   return { config, stateDir: resolveStateDir(globals.stateDir, config) };
-}
-
-/** The state directory alone, for the commands that talk to a daemon (the config is read too: it may name it). */
-export function stateDirOf(command: Command): string {
-  return loadContext(command).stateDir;
 }

@@ -9,11 +9,13 @@ import { registerDaemonCommands } from './commands/agents.js';
 import { registerDescribe } from './commands/describe.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerLogs } from './commands/logs.js';
+import { registerMonit } from './commands/monit.js';
 import { registerPermissions } from './commands/permissions.js';
 import { registerPrompt } from './commands/prompt.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
 import { registerSessions } from './commands/sessions.js';
+import { registerStartup } from './commands/startup.js';
 import { ExitCode, exitCodesHelp } from './exit-codes.js';
 import { reportError } from './report-error.js';
 import { packageVersion } from './version.js';
@@ -26,6 +28,7 @@ function buildProgram(): Command {
     .option('-c, --config <file>', 'the config file (default: $AGENTVISOR_CONFIG, ./agentvisor.config.json, ~/.config/agentvisor/config.json)')
     .option('--state-dir <dir>', 'where state lives (default: the config\'s stateDir, $AGENTVISOR_STATE_DIR, ~/.local/state/agentvisor)')
     .option('--no-color', 'no colours (as NO_COLOR=1 does)')
+    .option('--no-autostart', 'never start a daemon when none runs (as AGENTVISOR_NO_AUTOSTART=1 does)')
     .exitOverride()
     .showHelpAfterError('(add --help for usage)')
     .addHelpText('after', exitCodesHelp());
@@ -41,6 +44,8 @@ function buildProgram(): Command {
   registerSessions(program);
   registerPermissions(program);
   registerDoctor(program);
+  registerStartup(program);
+  registerMonit(program);
   return program;
 }
 

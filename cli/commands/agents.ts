@@ -5,7 +5,8 @@
 import type { Command } from 'commander';
 import type { AgentRow, AgentsBody } from '../../daemon/api-types.js';
 import { CliError } from '../cli-error.js';
-import { stateDirOf } from '../context.js';
+import { globalOptions, loadContext } from '../context.js';
+import { autostartAllowed, startDaemonInBackground } from '../daemon-autostart.js';
 import { DaemonClient } from '../daemon-client.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson, startSpinner, styleFor } from '../output.js';
@@ -13,9 +14,21 @@ import { processAlive } from '../process-alive.js';
 import { agentColumns, renderTable } from '../table.js';
 import { formatOption, integerOption, type FormatOptions } from './options.js';
 
-/** The daemon of the state directory `command` works with; exit 6 when there is none. */
-export function connect(command: Command): DaemonClient {
-  return DaemonClient.connect(stateDirOf(command));
+/**
+ * The daemon of the state directory `command` works with. When none runs, one is started in
+ * the background (cli/daemon-autostart.ts) unless `autostart` is false (`stop`, `shutdown`),
+ * `--no-autostart` or AGENTVISOR_NO_AUTOSTART says no: then exit 6 says how to start one.
+ */
+export async function connect(command: Command, { autostart = true }: { autostart?: boolean } = {}): Promise<DaemonClient> {
+  const { config, stateDir } = loadContext(command);
+  try {
+    return DaemonClient.connect(stateDir);
+  } catch (error) {
+    const noneRuns = error instanceof CliError && error.exitCode === ExitCode.noDaemon;
+    if (!noneRuns || !autostart || !autostartAllowed(globalOptions(command).autostart)) throw error;
+  }
+  await startDaemonInBackground(stateDir, config);
+  return DaemonClient.connect(stateDir);
 }
 
 /** `/v1/agents/<name>` with the name encoded. */
@@ -29,7 +42,7 @@ export function registerDaemonCommands(program: Command): void {
     .description("the daemon's agents: status, state, pid, uptime, restarts, sessions, last error")
     .addOption(formatOption())
     .action(async (options: FormatOptions, command: Command) => {
-      const body = await connect(command).request<AgentsBody>('GET', '/v1/agents');
+      const body = await (await connect(command)).request<AgentsBody>('GET', '/v1/agents');
       if (options.format === 'json') return printJson(body);
       if (options.format === 'quiet') return void process.stdout.write(body.agents.map((row) => `${row.name}\n`).join(''));
       if (body.agents.length === 0) return void process.stdout.write('no agents\n');
@@ -47,7 +60,8 @@ export function registerDaemonCommands(program: Command): void {
       .description(description)
       .argument('<agent>', 'the agent')
       .addOption(formatOption())
-      .action((agent: string, options: FormatOptions, command: Command) => agentAction(command, options, `${doing} ${agent}…`, agentPath(agent, `/${name}`)));
+      // A stop with no daemon has nothing to stop: it starts none.
+      .action((agent: string, options: FormatOptions, command: Command) => agentAction(command, options, `${doing} ${agent}…`, agentPath(agent, `/${name}`), undefined, name !== 'stop'));
   }
 
   program
@@ -60,7 +74,7 @@ export function registerDaemonCommands(program: Command): void {
     .action(async (agent: string, methodId: string, options: FormatOptions & { timeout?: number }, command: Command) => {
       // A login that waits for a person says where to go on its stderr: shown while the daemon waits.
       const following = new AbortController();
-      void showLoginPrompts(connect(command), agent, following.signal);
+      void showLoginPrompts(await connect(command), agent, following.signal);
       try {
         await agentAction(command, options, `Authenticating ${agent} with ${methodId}…`, agentPath(agent, '/authenticate'), {
           methodId,
@@ -74,14 +88,14 @@ export function registerDaemonCommands(program: Command): void {
   program
     .command('dashboard')
     .description("print the dashboard's address (it carries the daemon's token: keep it to yourself)")
-    .action((_options: unknown, command: Command) => void process.stdout.write(`${connect(command).dashboardUrl}\n`));
+    .action(async (_options: unknown, command: Command) => void process.stdout.write(`${(await connect(command)).dashboardUrl}\n`));
 
   program
     .command('shutdown')
     .description('stop the daemon and its agents; returns once its process is gone')
     .option('--timeout <ms>', 'how long to wait for the daemon to exit', integerOption('--timeout', 1), 60_000)
     .action(async (options: { timeout: number }, command: Command) => {
-      const client = connect(command);
+      const client = await connect(command, { autostart: false });
       await client.request('POST', '/v1/shutdown');
       const { pid } = client.info;
       const deadline = Date.now() + options.timeout;
@@ -106,8 +120,8 @@ async function showLoginPrompts(client: DaemonClient, agent: string, signal: Abo
   }
 }
 
-async function agentAction(command: Command, options: FormatOptions, doing: string, path: string, body?: unknown): Promise<void> {
-  const client = connect(command);
+async function agentAction(command: Command, options: FormatOptions, doing: string, path: string, body?: unknown, autostart = true): Promise<void> {
+  const client = await connect(command, { autostart });
   const spinner = startSpinner(doing);
   let row: AgentRow;
   try {

@@ -20,7 +20,7 @@ export function registerDescribe(program: Command): void {
     .argument('<agent>', 'the agent')
     .addOption(formatOption())
     .action(async (agent: string, options: FormatOptions, command: Command) => {
-      const body = await connect(command).request<AgentDescribeBody>('GET', agentPath(agent, '/describe'));
+      const body = await (await connect(command)).request<AgentDescribeBody>('GET', agentPath(agent, '/describe'));
       if (options.format === 'json') return printJson(body);
       if (options.format === 'quiet') return void process.stdout.write(`${body.agent.status}\n`);
       process.stdout.write(describeText(body, Date.now(), styleFor(process.stdout), process.stdout.isTTY ? process.stdout.columns : undefined));

@@ -31,7 +31,7 @@ export function registerLogs(program: Command): void {
 }
 
 async function logs(agent: string, options: LogsOptions, command: Command): Promise<void> {
-  const client = connect(command);
+  const client = await connect(command);
   const { tail, cursor } = await lastLines(client, agent, options.lines);
   for (const entry of tail) print(entry, options);
   if (!options.follow) return;
@@ -40,7 +40,7 @@ async function logs(agent: string, options: LogsOptions, command: Command): Prom
 
 /** Every agent's logs: the last lines of each, merged by time; then, with `-f`, every agent followed at once. */
 async function allLogs(options: LogsOptions, command: Command): Promise<void> {
-  const client = connect(command);
+  const client = await connect(command);
   const names = (await client.request<AgentsBody>('GET', '/v1/agents')).agents.map((row) => row.name);
   const prefix = linePrefix(names, styleFor(process.stdout));
   const show = (entry: LogEntry) => print(entry, options, prefix(entry.agent));

@@ -20,7 +20,7 @@ export function registerPermissions(program: Command): void {
     .description('the requests waiting for an answer')
     .addOption(formatOption())
     .action(async (options: FormatOptions, command: Command) => {
-      const body = await connect(command).request<PermissionsBody>('GET', '/v1/permissions');
+      const body = await (await connect(command)).request<PermissionsBody>('GET', '/v1/permissions');
       if (options.format === 'json') return printJson(body);
       if (options.format === 'quiet') return void process.stdout.write(body.permissions.map((row) => `${row.id}\n`).join(''));
       if (body.permissions.length === 0) return void process.stdout.write('no permission requests waiting\n');
@@ -33,7 +33,7 @@ export function registerPermissions(program: Command): void {
     .argument('<choice>', 'an option id, allow, deny or cancel')
     .addOption(formatOption())
     .action(async (id: string, choice: string, options: FormatOptions, command: Command) => {
-      const client = connect(command);
+      const client = await connect(command);
       let body: { optionId: string } | { cancel: true };
       if (choice === 'cancel') body = { cancel: true };
       else if (choice === 'allow' || choice === 'deny') {

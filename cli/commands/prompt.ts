@@ -43,7 +43,7 @@ export function registerPrompt(program: Command): void {
     .option('-s, --session <name>', 'the named session (default: "default")')
     .addOption(formatOption())
     .action(async (agent: string, options: FormatOptions & { session?: string }, command: Command) => {
-      const client = connect(command);
+      const client = await connect(command);
       const session = await namedSession(client, agent, options.session ?? 'default');
       const body = await client.request<CancelBody>('POST', `/v1/sessions/${encodeURIComponent(session.sessionId)}/cancel`);
       if (options.format === 'json') return printJson(body);
@@ -54,7 +54,7 @@ export function registerPrompt(program: Command): void {
 }
 
 async function prompt(agent: string, text: string, options: PromptOptions, command: Command): Promise<void> {
-  const client = connect(command);
+  const client = await connect(command);
   const printer = new TurnPrinter(options.format);
   const style = styleFor(process.stderr);
   const controller = new AbortController();
@@ -120,7 +120,7 @@ async function prompt(agent: string, text: string, options: PromptOptions, comma
 }
 
 /** The open session of that name (else the newest stored one); a usage error when there is none. */
-export async function namedSession(client: ReturnType<typeof connect>, agent: string, name: string): Promise<SessionRow> {
+export async function namedSession(client: Awaited<ReturnType<typeof connect>>, agent: string, name: string): Promise<SessionRow> {
   const { sessions } = await client.request<SessionsBody>('GET', `/v1/sessions?agent=${encodeURIComponent(agent)}`);
   const named = sessions.filter((row) => row.agent === agent && row.name === name);
   const session = named.find((row) => row.live) ?? named[0];

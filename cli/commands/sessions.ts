@@ -22,7 +22,7 @@ export function registerSessions(program: Command): void {
     .addOption(formatOption())
     .action(async (options: FormatOptions & { agent?: string }, command: Command) => {
       const query = options.agent ? `?agent=${encodeURIComponent(options.agent)}` : '';
-      const body = await connect(command).request<SessionsBody>('GET', `/v1/sessions${query}`);
+      const body = await (await connect(command)).request<SessionsBody>('GET', `/v1/sessions${query}`);
       if (options.format === 'json') return printJson(body);
       if (options.format === 'quiet') return void process.stdout.write(body.sessions.map((row) => `${row.sessionId}\n`).join(''));
       if (body.sessions.length === 0) return void process.stdout.write('no sessions\n');
@@ -34,7 +34,7 @@ export function registerSessions(program: Command): void {
     .argument('<id>', 'the session id')
     .addOption(formatOption())
     .action(async (id: string, options: FormatOptions, command: Command) => {
-      const row = await connect(command).request<SessionRow>('GET', sessionPath(id));
+      const row = await (await connect(command)).request<SessionRow>('GET', sessionPath(id));
       if (options.format === 'json') return printJson(row);
       if (options.format === 'quiet') return void process.stdout.write(`${row.state}\n`);
       const fields: Array<[string, string]> = [
@@ -56,7 +56,7 @@ export function registerSessions(program: Command): void {
     .argument('<id>', 'the session id')
     .addOption(formatOption())
     .action(async (id: string, options: FormatOptions, command: Command) => {
-      const client = connect(command);
+      const client = await connect(command);
       const style = styleFor(process.stdout);
       const render = new TranscriptRenderer(style);
       let after = 0;

@@ -70,7 +70,7 @@ describe('prompt', () => {
     const fix = (await sessionsOf()).filter((row) => row.name === 'fix');
     expect(fix).toHaveLength(1);
     expect(fix[0]).toMatchObject({ cwd: files.path('other') });
-  });
+  }, 45_000); // six CLI runs, each a node start: ~6 s alone, more than 20 s under the whole suite's load
 });
 
 describe('run and the config file', () => {

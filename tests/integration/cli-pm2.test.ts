@@ -3,11 +3,13 @@
  * name (every agent, each line prefixed with its name, followed at once), `ls` with the CPU and
  * memory of each agent's whole containment, and `describe NAME` (one agent in one view).
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDescribeBody, AgentsBody } from '../../daemon/api-types.js';
 import { cliEnvironment, startCli, stopServe, waitForLine } from '../support/cli-process.js';
-import { fixtureAgentScript, fixtureSpec, scratch } from '../support/real-agents.js';
+import { fixtureAgentScript, fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
 
 let files: ReturnType<typeof scratch>;
 let env: Record<string, string>;
@@ -61,7 +63,8 @@ describe('pm2 habits', () => {
   });
 
   it('logs -f without a name follows every agent at once until Ctrl-C', async () => {
-    const follow = cli('logs', '-f', '--lines', '1');
+    // It follows through two restarts (one of an agent that burns a core): more than the 15 s a plain command gets, on a loaded host.
+    const follow = startCli(['--state-dir', stateDir(), '--config', files.path('agentvisor.config.json'), 'logs', '-f', '--lines', '1'], { env, cwd: files.dir, timeout: 60_000 });
     // The last line of each agent first: once both are shown, the cursor the streams follow from is taken.
     const shown = { fx: 0, busy: 0 };
     await waitForLine(follow.stdout, (line) => {
@@ -139,4 +142,92 @@ describe('pm2 habits', () => {
     expect(unknown.stderr).toContain('nobody');
     expect(unknown.stdout).toBe('');
   });
+});
+
+describe('monit', () => {
+  it('redraws the agents with the summary line every interval; piped, frames follow one another; --count stops it; top is its alias', async () => {
+    const frames = await startCli(['--state-dir', stateDir(), '--config', files.path('agentvisor.config.json'), 'monit', '--interval', '200', '--count', '2'], { env, cwd: files.dir, timeout: 30_000 });
+    expect(frames.exitCode, frames.stderr).toBe(0);
+    expect(frames.stdout).not.toContain('\x1b[2J'); // not a terminal: nothing cleared
+    const headers = frames.stdout.split('\n').filter((line) => line.startsWith('agentvisor monit'));
+    expect(headers).toHaveLength(2);
+    expect(headers[0]).toMatch(/ \d+\/\d+ agents live · \d+ sessions · \d+ restarts · CPU [\d.]+% · [\d.]+ MiB$/);
+    expect(frames.stdout.match(/^name +status +state +pid +uptime +restarts +cpu +mem +sessions +last error$/gm)).toHaveLength(2);
+    expect(frames.stdout).toMatch(/^busy +connected/m);
+    const top = await startCli(['--state-dir', stateDir(), '--config', files.path('agentvisor.config.json'), 'top', '--count', '1'], { env, cwd: files.dir, timeout: 30_000 });
+    expect(top.stdout.split('\n').filter((line) => line.startsWith('agentvisor monit'))).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('a daemon on first use', () => {
+  it('a command that needs the daemon starts one in the background (its state dir, its config), then goes on; stop and shutdown never start one; AGENTVISOR_NO_AUTOSTART=1 or --no-autostart turn it off', async () => {
+    const own = files.path('auto-state');
+    const args = (...rest: string[]) => ['--state-dir', own, '--config', files.path('agentvisor.config.json'), ...rest];
+    const autostarting = { ...env, AGENTVISOR_NO_AUTOSTART: '' };
+    const auto = (...rest: string[]) => startCli(args(...rest), { env: autostarting, cwd: files.dir, timeout: 45_000 });
+    let pid: number | undefined;
+    try {
+      const off = await startCli(args('ls'), { env, cwd: files.dir });
+      expect(off.exitCode, 'AGENTVISOR_NO_AUTOSTART=1').toBe(6);
+      const flagged = await startCli(args('--no-autostart', 'ls'), { env: autostarting, cwd: files.dir });
+      expect(flagged.exitCode, '--no-autostart').toBe(6);
+      const stop = await auto('stop', 'fx');
+      expect(stop.exitCode, 'a stop with no daemon has nothing to stop').toBe(6);
+      expect(existsSync(join(own, 'daemon.json')), 'nor starts one').toBe(false);
+
+      const first = await auto('ls', '--format', 'json');
+      expect(first.exitCode, first.stderr).toBe(0);
+      expect(first.stderr).toMatch(/started a daemon for .*auto-state \(pid \d+;/);
+      expect((JSON.parse(first.stdout) as AgentsBody).agents.map((agent) => agent.name), 'the config\'s agents: the daemon got --config').toEqual(expect.arrayContaining(['busy', 'envy', 'fx']));
+      pid = (JSON.parse(readFileSync(join(own, 'daemon.json'), 'utf8')) as { pid: number }).pid;
+      expect(isRunning(pid)).toBe(true);
+
+      const second = await auto('prompt', 'fx', 'hello again');
+      expect(second).toMatchObject({ exitCode: 0, stdout: 'hello again\n' });
+      expect(second.stderr, 'the same daemon: none started again').not.toContain('started a daemon');
+      expect((JSON.parse(readFileSync(join(own, 'daemon.json'), 'utf8')) as { pid: number }).pid).toBe(pid);
+
+      const shutdown = await auto('shutdown');
+      expect(shutdown.exitCode, shutdown.stderr).toBe(0);
+      expect(isRunning(pid)).toBe(false);
+      const after = await auto('shutdown');
+      expect(after.exitCode, 'shutdown with no daemon starts none').toBe(6);
+    } finally {
+      if (pid !== undefined && isRunning(pid)) process.kill(pid, 'SIGKILL');
+    }
+  }, 90_000); // nine CLI runs and a daemon's start: ~8 s alone, far more under the whole suite's load
+});
+
+describe('startup', () => {
+  it('prints a systemd user unit whose ExecStart runs the daemon for this state dir and config; --install writes it; the command it runs starts that daemon', async () => {
+    const own = files.path('startup-state');
+    const args = ['--state-dir', own, '--config', files.path('agentvisor.config.json')];
+    const printed = await startCli([...args, 'startup'], { env, cwd: files.dir });
+    expect(printed.exitCode, printed.stderr).toBe(0);
+    const unit = printed.stdout;
+    expect(unit).toMatch(/^\[Service\]$/m);
+    expect(unit).toMatch(/^Restart=on-failure$/m);
+    expect(unit).toMatch(/^WantedBy=default\.target$/m);
+    const execStart = /^ExecStart=(.*)$/m.exec(unit)![1]!;
+    const words = execStart.split(' ');
+    expect(words[0]).toBe(process.execPath);
+    expect(words.slice(2)).toEqual([...args, 'serve']);
+
+    const installed = await startCli([...args, 'startup', '--install'], { env, cwd: files.dir });
+    expect(installed.exitCode, installed.stderr).toBe(0);
+    const file = join(env.XDG_CONFIG_HOME!, 'systemd', 'user', 'agentvisor.service');
+    expect(readFileSync(file, 'utf8')).toBe(unit);
+    expect(installed.stdout).toContain('systemctl --user enable --now agentvisor');
+
+    // What systemd would run: the daemon comes up for that state directory; shutdown ends it.
+    const daemon = execa(words[0]!, words.slice(1), { env: { ...env, AGENTVISOR_NO_AUTOSTART: '1' }, reject: false });
+    try {
+      await waitForLine(daemon.stdout!, (line) => line.startsWith('dashboard: '), 'the unit\'s daemon to listen');
+      expect(existsSync(join(own, 'daemon.json'))).toBe(true);
+      expect((await startCli([...args, 'shutdown'], { env, cwd: files.dir })).exitCode).toBe(0);
+      expect((await daemon).exitCode).toBe(0);
+    } finally {
+      daemon.kill('SIGKILL');
+    }
+  }, 60_000);
 });

@@ -14,7 +14,11 @@ export const cliMain = fileURLToPath(new URL('../../dist/cli/main.js', import.me
 
 if (!existsSync(cliMain)) throw new Error(`${cliMain} is missing: run npm run build (npm test does it first)`);
 
-/** An environment with nothing of the user's: HOME, XDG_CONFIG_HOME and XDG_STATE_HOME under `dir`, no colour. */
+/**
+ * An environment with nothing of the user's: HOME, XDG_CONFIG_HOME and XDG_STATE_HOME under
+ * `dir`, no colour, and no daemon started on first use (a test that wants one clears
+ * AGENTVISOR_NO_AUTOSTART and shuts it down).
+ */
 export function cliEnvironment(dir: string, extra: Record<string, string> = {}): Record<string, string> {
   for (const folder of ['home', 'config', 'state']) mkdirSync(join(dir, folder), { recursive: true });
   return {
@@ -23,6 +27,7 @@ export function cliEnvironment(dir: string, extra: Record<string, string> = {}):
     XDG_CONFIG_HOME: join(dir, 'config'),
     XDG_STATE_HOME: join(dir, 'state'),
     NO_COLOR: '1',
+    AGENTVISOR_NO_AUTOSTART: '1',
     ...extra,
   };
 }
