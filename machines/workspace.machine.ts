@@ -102,8 +102,11 @@ function placeholder<Output, Input>(name: string) {
   });
 }
 
+/** A hold's key in the registry: `<agent>/<actor id>`. */
+export const holdKey = (agent: string, actorId: string) => `${agent}/${actorId}`;
+
 /** The hold as the registry knows it. */
-const holdRef = ({ context }: { context: WorkspaceHoldContext }): WorkspaceHoldRef => ({ key: `${context.agent}/${context.actorId}`, agent: context.agent, spec: context.spec });
+const holdRef = ({ context }: { context: WorkspaceHoldContext }): WorkspaceHoldRef => ({ key: holdKey(context.agent, context.actorId), agent: context.agent, spec: context.spec });
 
 export const workspaceMachine = setup({
   types: {

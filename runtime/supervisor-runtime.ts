@@ -319,7 +319,7 @@ export class SupervisorRuntime {
     const workspace = workspaceMachine.provide({
       actors: createWorkspaceActors({
         acquire: (hold) => this.workspaces.acquire(hold, () => this.specs.get(hold.agent)?.workspace),
-        restore: (hold) => this.workspaces.restore(hold),
+        restore: (hold) => this.workspaces.restore(hold, () => this.specs.get(hold.agent)?.workspace),
         detach: (hold) => this.workspaces.detach(hold),
         clean: (hold, strategy) => this.workspaces.clean(hold, strategy),
         keep: (hold, why, strategy) => this.workspaces.keep(hold, why, strategy),

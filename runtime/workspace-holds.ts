@@ -4,7 +4,7 @@
  * The hold decides; these only send it events and wait for its states.
  */
 import { waitFor, type ActorRefFrom } from 'xstate';
-import type { workspaceMachine } from '../machines/workspace.machine.js';
+import { holdKey, type workspaceMachine } from '../machines/workspace.machine.js';
 import { WorkspaceError } from '../services/workspace/git.js';
 
 export type WorkspaceHoldActor = ActorRefFrom<typeof workspaceMachine>;
@@ -23,7 +23,7 @@ export interface SessionWorkspace {
 /** Resolves with the hold's path once it is held; rejects with a WorkspaceError (git's message) when it failed. */
 export async function heldWorkspace(actor: WorkspaceHoldActor, agent: string, actorId: string): Promise<SessionWorkspace> {
   const snapshot = await waitFor(actor, (state) => state.status !== 'active' || state.matches('held'));
-  if (snapshot.status === 'active' && snapshot.context.path !== null) return { actorId, key: `${agent}/${actorId}`, path: snapshot.context.path, actor };
+  if (snapshot.status === 'active' && snapshot.context.path !== null) return { actorId, key: holdKey(agent, actorId), path: snapshot.context.path, actor };
   throw new WorkspaceError(snapshot.context.failure ?? 'The workspace was not made');
 }
 

@@ -173,8 +173,6 @@ export class WorkspaceRegistry {
   private readonly agentLeases = new Map<string, WorkspaceLease>();
   /** Every hold's lease, by its key (`<agent>/<actor id>`), from acquired until cleaned up or kept. */
   private readonly holds = new Map<string, WorkspaceLease>();
-  /** The workspace spec of each agent whose workspace was made (a restart makes it again with it). */
-  private readonly agentSpecs = new Map<string, WorkspaceSpec>();
   /** The default name of each agent's workspace, until it is archived or removed. */
   private readonly agentNames = new Map<string, string>();
   private readonly queue = new KeyedQueue();
@@ -195,40 +193,38 @@ export class WorkspaceRegistry {
       const name = spec.kind === 'git-worktree' && spec.name === undefined ? defaultWorkspaceName(`${hold.agent}-session`, shortId()) : undefined;
       return this.track(this.acquireLease({ agent: hold.agent }, spec, name).then((lease) => this.hold(hold.key, lease)));
     }
-    return this.track(
-      this.queue.run(`agent\u0000${hold.agent}`, async () => {
-        const spec = agentSpec();
-        if (!spec) throw new WorkspaceError(`Agent "${hold.agent}" has no workspace`);
-        this.agentSpecs.set(hold.agent, spec);
-        let name: string | undefined;
-        if (spec.kind === 'git-worktree' && spec.name === undefined) {
-          name = this.agentNames.get(hold.agent) ?? defaultWorkspaceName(hold.agent, shortId());
-          this.agentNames.set(hold.agent, name);
-        }
-        const lease = await this.acquireLease({ agent: hold.agent }, spec, name);
-        this.agentLeases.set(hold.agent, lease);
-        return this.hold(hold.key, lease);
-      }),
-    );
+    return this.track(this.queue.run(`agent\u0000${hold.agent}`, () => this.acquireAgentLease(hold, agentSpec)));
   }
 
   /**
    * An agent's workspace on a restart (`restoreWorkspace`): still a worktree of its repository
-   * on its branch (or still a directory), or made again (on its branch) when it went missing.
+   * on its branch (or still a directory), or made again (on its branch: its name is kept)
+   * when it went missing.
    */
-  restore(hold: WorkspaceHoldRef): Promise<{ path: string }> {
+  restore(hold: WorkspaceHoldRef, agentSpec: () => WorkspaceSpec | undefined): Promise<{ path: string }> {
     return this.track(
       this.queue.run(`agent\u0000${hold.agent}`, async () => {
         const lease = this.lease(hold.key);
         if (await this.stillThere(lease.entry)) return { path: lease.path };
         await this.forget(lease);
         this.holds.delete(hold.key);
-        const spec = this.agentSpecs.get(hold.agent)!;
-        const again = await this.acquireLease({ agent: hold.agent }, spec, this.agentNames.get(hold.agent));
-        this.agentLeases.set(hold.agent, again);
-        return this.hold(hold.key, again);
+        return this.acquireAgentLease(hold, agentSpec);
       }),
     );
+  }
+
+  /** An agent's own workspace, under its default name (kept until archived or removed) unless the spec names it. */
+  private async acquireAgentLease(hold: WorkspaceHoldRef, agentSpec: () => WorkspaceSpec | undefined): Promise<{ path: string }> {
+    const spec = agentSpec();
+    if (!spec) throw new WorkspaceError(`Agent "${hold.agent}" has no workspace`);
+    let name: string | undefined;
+    if (spec.kind === 'git-worktree' && spec.name === undefined) {
+      name = this.agentNames.get(hold.agent) ?? defaultWorkspaceName(hold.agent, shortId());
+      this.agentNames.set(hold.agent, name);
+    }
+    const lease = await this.acquireLease({ agent: hold.agent }, spec, name);
+    this.agentLeases.set(hold.agent, lease);
+    return this.hold(hold.key, lease);
   }
 
   /** The path of the agent's workspace while it holds one. */

@@ -16,7 +16,7 @@ import { expect } from 'vitest';
 import { transition } from 'xstate';
 import { createSupervisor, type Session, type Supervisor, type SupervisorEventMap } from '../../index.js';
 import { git, makeRepoAt } from '../support/git-repo.js';
-import { command, fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
+import { command, eventually, fixtureSpec, isRunning, scratch } from '../support/real-agents.js';
 import type { ModelCoverage, ModelPath, ModelSnapshot, ModelStep } from './model-paths.js';
 import { ModelRun } from './model-run.js';
 import { within } from './sut.js';
@@ -121,9 +121,8 @@ export class WorkspaceRun extends ModelRun {
       case 'START_TURN': {
         const session = this.session!;
         this.turn = session.prompt(command({ op: 'hang' })).catch((error: unknown) => error);
-        const deadline = Date.now() + 10_000;
-        while (session.status !== 'running' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-        return;
+        // Fails the step (instead of going on unchecked) when the turn never starts.
+        return eventually(() => session.status === 'running', 'the turn to run');
       }
       case 'CLOSE':
         await within(this.session!.close(), 'close()', endingBoundMs);
