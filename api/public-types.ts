@@ -231,7 +231,8 @@ export interface SupervisorEventMap extends RuntimeEvents {
   /**
    * The orphan sweep's outcome (`sweepOrphans()`, and once by itself before the first spawn
    * unless `sweepOnStart: false`): what crashed supervisors left behind and was killed, and
-   * what was left alone, with why.
+   * what was left alone, with why. Not emitted for a dry run (`{ dryRun: true }` changes
+   * nothing: its caller has the listing); emitted for a sweep narrowed by `only`.
    */
   'orphans:swept': OrphanSweepResult;
   /** One line an agent wrote to stderr, as it comes (the store keeps them: `logs()`). */
@@ -274,8 +275,17 @@ export interface SupervisorEventMap extends RuntimeEvents {
   'pty:activity': RuntimeEvents['pty:activity'];
 }
 
-/** What `sweepOrphans()` did: processes killed, and records left alone or dropped with the reason. */
+/**
+ * What `sweepOrphans()` did: `orphans`, what crashed supervisors left here (found before any
+ * kill); `killed`, what was killed (none when `dryRun`); `skipped`, records left alone or with
+ * nothing left to kill, with the reason.
+ */
 export type OrphanSweepResult = RuntimeEvents['orphans:swept'];
+
+/** One leftover of a crashed supervisor as `sweepOrphans()` lists it: pid, agent, start time, command, its container. */
+export type OrphanProcess = OrphanSweepResult['orphans'][number];
+
+export type { SweepOrphansOptions } from './sweep-options.js';
 
 export interface CallOptions {
   signal?: AbortSignal;

@@ -21,6 +21,7 @@ import type { SessionSettings } from '../runtime/session-opener.js';
 import { abandonHold } from '../runtime/workspace-holds.js';
 import { abortable } from '../util/abort.js';
 import { maxTimerMs, resolveAgentSpecPaths, resolveOptions, resolvePruneOptions, resolveSessionOptions } from './options.js';
+import { resolveSweepOptions, type SweepOrphansOptions } from './sweep-options.js';
 import type {
   AgentHandle,
   AgentSessionPage,
@@ -124,9 +125,23 @@ export class Supervisor {
    * dead owner's processes are killed through their containment, never a pid whose start
    * time differs from the recorded one ('pid reused'), and the record is removed. Emits
    * `orphans:swept`. With `stateDir: false` there is nothing to sweep.
+   *
+   * `{ dryRun: true }` only lists them (`orphans`: pid, agent, start time, command, container)
+   * and touches nothing: no signal, no record removed, no `orphans:swept`. `{ only: [pid, …] }`
+   * kills just those leftovers; a pid that is no dead supervisor's leftover here (in no record,
+   * its supervisor alive, another host's) rejects `orphan_not_found` and nothing is killed.
+   * Bad options reject `invalid_options`.
+   *
+   * @example
+   * const { orphans } = await supervisor.sweepOrphans({ dryRun: true });
+   * if (orphans.length > 0) await supervisor.sweepOrphans({ only: [orphans[0].pid] });
    */
-  sweepOrphans(): Promise<OrphanSweepResult> {
-    return this.runtime.sweepOrphans();
+  sweepOrphans(options: SweepOrphansOptions = {}): Promise<OrphanSweepResult> {
+    try {
+      return this.runtime.sweepOrphans(resolveSweepOptions(options));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**

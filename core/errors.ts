@@ -61,6 +61,11 @@ export type AgentErrorKind =
   | 'session_closed'
   /** No stored session has that id (or no agent of that name has one). */
   | 'session_not_found'
+  /**
+   * `sweepOrphans({ only })` named a pid that is no leftover of a crashed supervisor here: in
+   * no process record, its supervisor alive, or recorded on another host. Nothing was killed.
+   */
+  | 'orphan_not_found'
   /** The store could not be opened, read or written: a corrupt, foreign or newer database, a full disk. */
   | 'store_failed'
   /**
@@ -323,6 +328,27 @@ export function workspaceFailed(agent: string, displayName: string, detail: stri
 /** `session_not_found`: no stored session answers to that id. */
 export function sessionNotFound(sessionId: string, agent?: string): AgentError {
   return new AgentError('session_not_found', agent ? `Agent "${agent}" has no stored session ${sessionId}` : `No stored session ${sessionId}`, { agent });
+}
+
+/** A pid `sweepOrphans({ only })` was given that is no dead supervisor's leftover here, and why. */
+export interface OrphanPidRefusal {
+  pid: number;
+  reason: 'not recorded' | 'owner alive' | 'another host';
+  /** The live owner's pid, or the other host's name. */
+  detail?: string;
+}
+
+/** `orphan_not_found`: each refused pid with why; `recordsDir` is where the records were read (null: none are kept). */
+export function orphanNotFound(refused: readonly OrphanPidRefusal[], recordsDir: string | null): AgentError {
+  const why = ({ pid, reason, detail }: OrphanPidRefusal) =>
+    reason === 'owner alive'
+      ? `pid ${pid} belongs to a supervisor that is alive (pid ${detail})`
+      : reason === 'another host'
+        ? `pid ${pid} was recorded on another host (${detail})`
+        : `pid ${pid} is in no process record${recordsDir === null ? ' (stateDir: false keeps none)' : ` in ${recordsDir}`}`;
+  return new AgentError('orphan_not_found', `Not a leftover of a crashed supervisor: ${refused.map(why).join('; ')}. Nothing was killed (sweepOrphans({ dryRun: true }) lists the leftovers)`, {
+    cause: refused,
+  });
 }
 
 /** Any other failure of one agent, with the error that caused it. */

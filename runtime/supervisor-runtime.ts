@@ -14,7 +14,7 @@ import { createPromptTurnActor } from '../actors/prompt-turn.actor.js';
 import { createWorkspaceActors } from '../actors/workspace.actors.js';
 import { toFailurePatterns, type AgentSpec } from '../core/agent-spec.js';
 import { clockNow, type Clock } from '../core/clock.js';
-import { describeError, failures, toError, workspaceFailed, type AgentError, type AgentFailure } from '../core/errors.js';
+import { describeError, failures, orphanNotFound, toError, workspaceFailed, type AgentError, type AgentFailure } from '../core/errors.js';
 import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import type { ElicitationPolicy } from '../core/elicitation.js';
@@ -27,7 +27,7 @@ import { sessionMachine } from '../machines/session.machine.js';
 import { workspaceMachine } from '../machines/workspace.machine.js';
 import { shutdownRefusal, supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
 import { acpMethods, sessionRequestExtras } from '../services/acp-client.service.js';
-import { AgentRecords, recordSpawned, type SweepResult } from '../services/agent-records.service.js';
+import { AgentRecords, recordSpawned, type SweepOptions, type SweepResult } from '../services/agent-records.service.js';
 import { servedCapabilities } from '../services/runtimes/runtimes.js';
 import type { Retention } from '../core/store.js';
 import { EventHub } from '../util/event-hub.js';
@@ -498,10 +498,19 @@ export class SupervisorRuntime {
     });
   }
 
-  /** Kills what crashed supervisors left behind (records of dead owners); emits `orphans:swept`. */
-  async sweepOrphans(): Promise<SweepResult> {
-    const result = this.records ? await this.records.sweep() : { killed: [], skipped: [] };
-    this.events.emit('orphans:swept', result);
+  /**
+   * Kills what crashed supervisors left behind (records of dead owners), or with `dryRun` only
+   * lists it. `only` narrows it to those pids, each of which must be a dead owner's leftover
+   * here: otherwise it rejects `orphan_not_found` and nothing is done. Emits `orphans:swept`
+   * after a sweep, never after a dry run (which changed nothing).
+   */
+  async sweepOrphans(options: SweepOptions = {}): Promise<SweepResult> {
+    const dryRun = options.dryRun ?? false;
+    const plan = this.records?.plan(options.only);
+    const refused = plan ? plan.refused : [...new Set(options.only ?? [])].map((pid) => ({ pid, reason: 'not recorded' as const }));
+    if (refused.length > 0) throw orphanNotFound(refused, this.records?.dir ?? null);
+    const result: SweepResult = plan ? await plan.run(dryRun) : { dryRun, orphans: [], killed: [], skipped: [] };
+    if (!dryRun) this.events.emit('orphans:swept', result);
     return result;
   }
 

@@ -9,15 +9,19 @@
  *
  * After a host crash, `sweepOrphans()` reads every record whose owner (host pid AND start
  * time) is gone and kills what it left behind, by its containment handle; a pid whose start
- * time differs from the recorded one (a reused pid) is never signalled. No XState here.
+ * time differs from the recorded one (a reused pid) is never signalled. A dry run reads the
+ * same records and /proc and touches nothing; `only` narrows a sweep to given pids, each of
+ * which must name a dead owner's record on this host. No XState here.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import type { OrphanPidRefusal } from '../core/errors.js';
 import { killCgroup } from './containment/cgroup.containment.js';
 import type { Containment, ContainmentHandle, ContainmentKind } from './containment/containment.js';
-import { isRunningEntry, isRunningProcess, isSameProcess, readProcEntry, readProcTable, startTimeOf, type ProcessIdentity } from './containment/proc-table.js';
+import { isRunningEntry, isRunningProcess, isSameProcess, readProcEntry, readProcFile, readProcTable, startTimeOf, type ProcessIdentity } from './containment/proc-table.js';
 import { killTracked } from './containment/proc-tracking.containment.js';
+import { clockTicksPerSecond, readUptimeSeconds } from './containment/proc-usage.js';
 import { signalGroup } from './process-group.service.js';
 import { engineVariables, sweepContainer } from './runtimes/container.runtime.js';
 import type { RemoteLeftover } from './runtimes/runtime.js';
@@ -47,11 +51,63 @@ export interface AgentRecord {
   remote?: RemoteLeftover;
 }
 
+/** One thing a crashed supervisor left behind: a process of it that still runs here, or a container it recorded. */
+export interface OrphanProcess {
+  agent: string;
+  /** The agent's pid on this host (the spawned process's, when the agent's was never known): what `only` names. */
+  pid: number;
+  /** When that process started (epoch ms, from its start time in /proc); null when not known on this boot. */
+  startedAt: number | null;
+  /** Its command (never its arguments). */
+  command: string;
+  /** A command the agent ran through `terminal/create`. */
+  terminal?: true;
+  /** The label token of a container it started (`docker run`): a sweep removes it; a dry run does not ask the engine whether it still runs. */
+  container?: string;
+  /** Whether a recorded process still runs here; false: only its container may be left. */
+  running: boolean;
+  /** How it was contained (null: its process group only). */
+  containment: ContainmentKind | null;
+  /** The pid of the supervisor that left it (gone now). */
+  owner: number;
+  /** When its record was written (epoch ms). */
+  recordedAt: number;
+}
+
 export interface SweepResult {
-  /** What was killed; `terminal` marks a command an agent ran through `terminal/create`. */
+  /** True for a dry run: nothing was killed and no record removed. */
+  dryRun: boolean;
+  /**
+   * What dead owners left on this host, found before anything was killed: their processes that
+   * still run, and the containers they recorded. With `only`, those pids alone.
+   */
+  orphans: OrphanProcess[];
+  /** What was killed (none in a dry run); `terminal` marks a command an agent ran through `terminal/create`. */
   killed: Array<{ agent: string; pid: number; command: string; terminal?: true; container?: string }>;
+  /**
+   * Records left alone (`'owner alive'`, another host's), and those with nothing left to kill
+   * (`'not running'`, `'pid reused'`: removed by a sweep, kept by a dry run), with why.
+   */
   skipped: Array<{ agent: string; pid: number; reason: string; terminal?: true }>;
 }
+
+/** What a sweep is asked to do. */
+export interface SweepOptions {
+  /** List only: kill nothing, remove no record. */
+  dryRun?: boolean;
+  /** Only the leftovers of these pids (each a listed pid, or a record's spawned pid). */
+  only?: readonly number[];
+}
+
+/** A sweep read once: the refusals of its `only`, then run (or listed) over the same records. */
+export interface SweepPlan {
+  /** Empty unless `only` names a pid that is no dead owner's leftover here: then nothing may run. */
+  refused: OrphanPidRefusal[];
+  run(dryRun: boolean): Promise<SweepResult>;
+}
+
+/** Where a record stands: a dead owner's on this host (an orphan), or left alone and why. */
+type Standing = { orphan: true } | { orphan: false; reason: string; refusal: Omit<OrphanPidRefusal, 'pid'> };
 
 /** This process's identity, read once. */
 let self: ProcessIdentity | undefined;
@@ -159,54 +215,162 @@ export class AgentRecords {
   }
 
   /** Kills what dead owners left behind and removes their records; a live owner's records are left alone. */
-  async sweep(): Promise<SweepResult> {
-    const result: SweepResult = { killed: [], skipped: [] };
-    for (const { path, record } of this.read()) {
-      const pid = record.agentProcess?.pid ?? record.wrapper.pid;
-      const terminal = record.terminal === true ? { terminal: true as const } : {};
-      if (record.host !== undefined && record.host !== hostname()) {
-        result.skipped.push({ agent: record.agent, pid, reason: `another host's (${record.host})`, ...terminal });
-        continue;
-      }
-      if (isSameProcess(record.owner)) {
-        result.skipped.push({ agent: record.agent, pid, reason: 'owner alive', ...terminal });
-        continue;
-      }
-      try {
-        const outcome = await killLeftovers(record);
-        // A container its client started is removed whatever became of the client (here its pid is long gone).
-        const removal = record.remote ? await removeRemote(record.remote) : 'absent';
-        if (removal === 'failed') {
-          // Kept: a later sweep tries again (the engine may be back).
-          result.skipped.push({ agent: record.agent, pid, reason: `its container ${record.remote?.token ?? ''} could not be removed`, ...terminal });
-          continue;
-        }
-        const container = removal === 'removed' ? { container: record.remote!.token } : {};
-        if (outcome === 'killed' || removal === 'removed') result.killed.push({ agent: record.agent, pid, command: record.command, ...terminal, ...container });
-        else result.skipped.push({ agent: record.agent, pid, reason: outcome, ...terminal });
-      } catch (error) {
-        result.skipped.push({ agent: record.agent, pid, reason: `kill failed: ${String(error)}`, ...terminal });
-      }
-      rmSync(path, { force: true });
+  sweep(): Promise<SweepResult> {
+    return this.plan().run(false);
+  }
+
+  /**
+   * Reads the records once for a sweep. With `only`, the sweep covers the records whose listed
+   * or spawned pid is one of those; a pid that names no dead owner's record on this host is
+   * refused (and then nothing runs: the caller throws).
+   */
+  plan(only?: readonly number[]): SweepPlan {
+    const entries = this.read().map((entry) => ({ ...entry, standing: standingOf(entry.record) }));
+    const names = (record: AgentRecord, pid: number) => listedPid(record) === pid || record.wrapper.pid === pid;
+    const wanted = only === undefined ? null : new Set(only);
+    const selected = wanted === null ? entries : entries.filter(({ record, standing }) => standing.orphan && [...wanted].some((pid) => names(record, pid)));
+    const refused: OrphanPidRefusal[] = [];
+    for (const pid of wanted ?? []) {
+      if (selected.some(({ record }) => names(record, pid))) continue;
+      const other = entries.find(({ record }) => names(record, pid));
+      refused.push(other && !other.standing.orphan ? { pid, ...other.standing.refusal } : { pid, reason: 'not recorded' });
     }
-    return result;
+    return { refused, run: (dryRun) => runSweep(selected, dryRun) };
+  }
+}
+
+/** Whether a record is an orphan here: of this host (or of a record that does not say), and its owner gone. */
+function standingOf(record: AgentRecord): Standing {
+  if (record.host !== undefined && record.host !== hostname()) {
+    return { orphan: false, reason: `another host's (${record.host})`, refusal: { reason: 'another host', detail: record.host } };
+  }
+  if (isSameProcess(record.owner)) return { orphan: false, reason: 'owner alive', refusal: { reason: 'owner alive', detail: String(record.owner.pid) } };
+  return { orphan: true };
+}
+
+/** The pid a record is listed by: the agent's own, else the spawned process's. */
+function listedPid(record: AgentRecord): number {
+  return record.agentProcess?.pid ?? record.wrapper.pid;
+}
+
+/** Lists what the records left, and (unless a dry run) kills it and removes the records. */
+async function runSweep(entries: Array<{ path: string; record: AgentRecord; standing: Standing }>, dryRun: boolean): Promise<SweepResult> {
+  const result: SweepResult = { dryRun, orphans: [], killed: [], skipped: [] };
+  for (const { path, record, standing } of entries) {
+    const pid = listedPid(record);
+    const terminal = record.terminal === true ? { terminal: true as const } : {};
+    if (!standing.orphan) {
+      result.skipped.push({ agent: record.agent, pid, reason: standing.reason, ...terminal });
+      continue;
+    }
+    const state = leftoverState(record);
+    const remote = record.remote && validRemote(record.remote) ? record.remote : undefined;
+    if (state === 'running' || remote) result.orphans.push(describeOrphan(record, state === 'running', remote));
+    if (dryRun) {
+      // Nothing here but a record a sweep would drop: said, and kept.
+      if (state !== 'running' && !remote) result.skipped.push({ agent: record.agent, pid, reason: state, ...terminal });
+      continue;
+    }
+    try {
+      const outcome = await killLeftovers(record);
+      // A container its client started is removed whatever became of the client (here its pid is long gone).
+      const removal = remote ? await sweepContainer(remote) : 'absent';
+      if (removal === 'failed') {
+        // Kept: a later sweep tries again (the engine may be back).
+        result.skipped.push({ agent: record.agent, pid, reason: `its container ${remote?.token ?? ''} could not be removed`, ...terminal });
+        continue;
+      }
+      const container = removal === 'removed' ? { container: remote!.token } : {};
+      if (outcome === 'killed' || removal === 'removed') result.killed.push({ agent: record.agent, pid, command: record.command, ...terminal, ...container });
+      else result.skipped.push({ agent: record.agent, pid, reason: outcome, ...terminal });
+    } catch (error) {
+      result.skipped.push({ agent: record.agent, pid, reason: `kill failed: ${String(error)}`, ...terminal });
+    }
+    rmSync(path, { force: true });
+  }
+  return result;
+}
+
+/** One orphan as a sweep lists it. */
+function describeOrphan(record: AgentRecord, running: boolean, remote: RemoteLeftover | undefined): OrphanProcess {
+  const listed = record.agentProcess ?? record.wrapper;
+  const recordedAt = Date.parse(record.createdAt);
+  return {
+    agent: record.agent,
+    pid: listed.pid,
+    startedAt: startedAtOf(listed.startTime, recordedAt),
+    command: record.command,
+    ...(record.terminal === true ? { terminal: true as const } : {}),
+    ...(remote ? { container: remote.token } : {}),
+    running,
+    containment: record.containment,
+    owner: record.owner.pid,
+    recordedAt: Number.isFinite(recordedAt) ? recordedAt : 0,
+  };
+}
+
+/**
+ * A start time in clock ticks since boot as epoch ms; null when it cannot be of this boot (its
+ * record is older than the boot) or /proc/uptime cannot be read.
+ */
+function startedAtOf(startTicks: number, recordedAt: number): number | null {
+  const uptime = readUptimeSeconds();
+  if (uptime === null || startTicks <= 0) return null;
+  const bootedAt = Date.now() - uptime * 1000;
+  if (!Number.isFinite(recordedAt) || recordedAt < bootedAt - 1000) return null;
+  return Math.round(bootedAt + (startTicks / clockTicksPerSecond) * 1000);
+}
+
+/**
+ * What a sweep would find of a dead owner's record, read only (the kill's own checks, without
+ * a signal): something recorded still runs, a recorded pid now names another process, or
+ * nothing is left.
+ */
+function leftoverState(record: AgentRecord): 'running' | 'pid reused' | 'not running' {
+  const handle = record.handle;
+  const gone = (...identities: ProcessIdentity[]) => (identities.some(({ pid, startTime }) => (readProcEntry(pid)?.startTime ?? startTime) !== startTime) ? 'pid reused' : 'not running');
+  const anyRuns = (identities: ProcessIdentity[]) => identities.some((identity) => isRunningProcess(identity));
+  switch (handle?.kind) {
+    case 'cgroup': {
+      const members = (readProcFile(join(handle.path, 'cgroup.procs')) ?? '').split('\n').filter((line) => /^\d+$/.test(line));
+      return members.some((member) => {
+        const entry = readProcEntry(Number(member));
+        return entry !== null && isRunningEntry(entry);
+      })
+        ? 'running'
+        : 'not running';
+    }
+    case 'proc-tracking': {
+      const identities = [record.wrapper, ...(record.agentProcess ? [record.agentProcess] : []), ...handle.pids];
+      return anyRuns(identities) ? 'running' : gone(...identities);
+    }
+    case 'pid-namespace': {
+      const recorded = [{ pid: handle.initPid, startTime: handle.initStartTime }, record.wrapper];
+      return anyRuns(recorded) ? 'running' : gone(...recorded);
+    }
+    default: {
+      if (isRunningProcess(record.wrapper)) return 'running';
+      if (readProcEntry(record.pgid) !== null) return gone(record.wrapper);
+      const left = [...readProcTable().values()].some((entry) => entry.pgid === record.pgid && entry.sid === record.sid && entry.startTime >= record.wrapper.startTime && isRunningEntry(entry));
+      return left ? 'running' : gone(record.wrapper);
+    }
   }
 }
 
 /**
- * Removes a recorded container, after checking the record is one agentvisor writes: a record
- * file is never a way to run another program or to select containers by another label.
+ * Whether a recorded container is one agentvisor writes, checked before it is listed or
+ * removed: a record file is never a way to run another program or to select containers by
+ * another label.
  */
-async function removeRemote(remote: RemoteLeftover): Promise<'removed' | 'absent' | 'failed'> {
-  const valid =
+function validRemote(remote: RemoteLeftover): boolean {
+  return (
     remote.kind === 'docker-container' &&
     remote.client === 'docker' &&
     /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(remote.token) &&
     typeof remote.engine === 'object' &&
     remote.engine !== null &&
-    Object.entries(remote.engine).every(([name, value]) => (engineVariables as readonly string[]).includes(name) && typeof value === 'string');
-  if (!valid) return 'absent';
-  return sweepContainer(remote);
+    Object.entries(remote.engine).every(([name, value]) => (engineVariables as readonly string[]).includes(name) && typeof value === 'string')
+  );
 }
 
 /** Kills what one orphaned record names, never a pid whose start time differs. */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { createSupervisor, type ContainmentKind, type OrphanSweepResult } from '../../index.js';
+import { AgentError, createSupervisor, type ContainmentKind, type OrphanSweepResult } from '../../index.js';
 import type { AgentRecord } from '../../services/agent-records.service.js';
 import { startTimeOf } from '../../services/containment/proc-table.js';
 import { chooseContainment } from '../../services/containment/select.js';
@@ -172,7 +172,7 @@ describe('the orphan sweep', () => {
     const second = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
     const result = await second.sweepOrphans();
     await second.shutdown();
-    expect(result).toEqual({ killed: [], skipped: [{ agent: 'fixture', pid: agent.pid, reason: 'owner alive' }] });
+    expect(result).toEqual({ dryRun: false, orphans: [], killed: [], skipped: [{ agent: 'fixture', pid: agent.pid, reason: 'owner alive' }] });
     expect(isRunning(agent.pid)).toBe(true);
     expect(recordFiles()).toHaveLength(1);
   });
@@ -271,7 +271,7 @@ describe('the orphan sweep', () => {
       env.supervisor.on('agent:status', ({ status }) => order.push(status));
       await env.supervisor.ensureAgent('fixture');
       expect(order[0]).toBe('swept');
-      expect(swept).toEqual({ killed: [{ agent: 'left-behind', pid, command: 'sleep' }], skipped: [] });
+      expect(swept).toEqual({ dryRun: false, orphans: [expect.objectContaining({ agent: 'left-behind', pid, command: 'sleep', running: true })], killed: [{ agent: 'left-behind', pid, command: 'sleep' }], skipped: [] });
       await eventually(() => !isRunning(pid), 'the orphan to be killed');
 
       const quiet = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
@@ -280,12 +280,177 @@ describe('the orphan sweep', () => {
       quiet.on('orphans:swept', () => heard++);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(heard).toBe(0);
-      expect(await noRecords.sweepOrphans()).toEqual({ killed: [], skipped: [] });
+      expect(await noRecords.sweepOrphans()).toEqual({ dryRun: false, orphans: [], killed: [], skipped: [] });
       await Promise.all([quiet.shutdown(), noRecords.shutdown()]);
       expect(() => createSupervisor({ stateDir: 42 as never })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
       expect(() => createSupervisor({ sweepOnStart: 'yes' as never })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
     } finally {
       sleeper.kill('SIGKILL');
     }
+  });
+});
+
+/** A host with two agents, `alpha` and `beta`, that prints their pids and then waits to be killed. */
+const twoAgentHostScript = `
+  import { createSupervisor } from 'agentvisor';
+  const { stateDir, containment, command, args } = JSON.parse(process.env.HOST_SETTINGS);
+  const supervisor = createSupervisor({ stateDir, containment, sweepOnStart: false, agents: { alpha: { command, args }, beta: { command, args } } });
+  const [alpha, beta] = await Promise.all([supervisor.ensureAgent('alpha'), supervisor.ensureAgent('beta')]);
+  console.log(JSON.stringify({ alpha: alpha.pid, beta: beta.pid }));
+  setInterval(() => {}, 1 << 30);
+`;
+
+// Under a PID namespace a crashed host's agents die with it (the lifeline): nothing is left to list or choose from.
+const leftoverKinds = hostKinds.filter((kind) => kind !== 'pid-namespace');
+
+describe.each(leftoverKinds)("a crashed host's leftovers listed, then killed one by one, containment %s", (kind) => {
+  it('a dry run lists each (pid, agent, start time, command) and touches nothing; only kills just the pid given', async () => {
+    const settings = { stateDir: stateDir(), containment: kind, command: process.execPath, args: [fixtureAgentScript, '--linger'] };
+    const launchedAt = Date.now();
+    const host = execa(process.execPath, ['--input-type=module', '-e', twoAgentHostScript], { cwd: root, env: { HOST_SETTINGS: JSON.stringify(settings) }, reject: false, buffer: false });
+    const pids: number[] = [];
+    try {
+      const { alpha, beta } = await new Promise<{ alpha: number; beta: number }>((resolve, reject) => {
+        host.stdout!.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()) as { alpha: number; beta: number }));
+        void host.then((result) => reject(new Error(`the host exited: ${String(result.exitCode)}`)));
+      });
+      pids.push(alpha, beta);
+      await eventually(() => [alpha, beta].every((pid) => readRecords().some((record) => record.agentProcess?.pid === pid)), 'the records to name both agents');
+      host.kill('SIGKILL');
+      await host;
+      expect([isRunning(alpha), isRunning(beta)]).toEqual([true, true]);
+
+      env.supervisor = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+      const swept: OrphanSweepResult[] = [];
+      env.supervisor.on('orphans:swept', (result) => swept.push(result));
+
+      const listed = await env.supervisor.sweepOrphans({ dryRun: true });
+      const listedAt = Date.now();
+      expect(listed).toMatchObject({ dryRun: true, killed: [], skipped: [] });
+      const containment = kind === 'none' ? null : kind;
+      const entry = (agent: string, pid: number) => ({ agent, pid, command: process.execPath, startedAt: expect.any(Number), running: true, containment, owner: host.pid, recordedAt: expect.any(Number) });
+      expect([...listed.orphans].sort((a, b) => a.agent.localeCompare(b.agent))).toEqual([entry('alpha', alpha), entry('beta', beta)]);
+      for (const orphan of listed.orphans) {
+        // The start time read from /proc: after the host was launched (a tick and the uptime's rounding aside), before the listing.
+        expect(orphan.startedAt!).toBeGreaterThanOrEqual(launchedAt - 1_000);
+        expect(orphan.startedAt!).toBeLessThanOrEqual(listedAt);
+        expect(orphan.recordedAt).toBeGreaterThanOrEqual(orphan.startedAt! - 1_000);
+      }
+      // Nothing touched: both run, both records are there, no sweep was announced.
+      expect([isRunning(alpha), isRunning(beta)]).toEqual([true, true]);
+      expect(recordFiles()).toHaveLength(2);
+      expect(swept).toEqual([]);
+
+      const one = await env.supervisor.sweepOrphans({ only: [alpha] });
+      expect(one).toEqual({ dryRun: false, orphans: [entry('alpha', alpha)], killed: [{ agent: 'alpha', pid: alpha, command: process.execPath }], skipped: [] });
+      await eventually(() => !isRunning(alpha), 'alpha to be gone');
+      expect(isRunning(beta)).toBe(true);
+      expect(readRecords().map((record) => record.agent)).toEqual(['beta']);
+      expect(swept).toEqual([one]);
+
+      const rest = await env.supervisor.sweepOrphans();
+      expect(rest.killed).toEqual([{ agent: 'beta', pid: beta, command: process.execPath }]);
+      await eventually(() => !isRunning(beta), 'beta to be gone');
+      expect(recordFiles()).toEqual([]);
+    } finally {
+      host.kill('SIGKILL');
+      await host;
+      for (const pid of pids) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+    }
+  });
+});
+
+describe("the sweep's options", () => {
+  /** A real process left by a "dead" owner (a record whose owner's start time is not this process's). */
+  async function leftover(name: string) {
+    const sleeper = spawn('sleep', ['300'], { stdio: 'ignore', detached: true });
+    const pid = sleeper.pid!;
+    await eventually(() => startTimeOf(pid) !== null, 'sleep to run');
+    writeOrphanRecord(name, { wrapper: { pid, startTime: startTimeOf(pid)! } });
+    return sleeper;
+  }
+
+  it('only: a pid in no record, or of a live supervisor, is orphan_not_found and nothing is killed; with dryRun it lists just those', async () => {
+    const sleeper = await leftover('left-again');
+    try {
+      const again = sleeper.pid!;
+      env.supervisor = createSupervisor({ stateDir: stateDir(), sweepOnStart: false, agents: { fixture: fixtureSpec() } });
+      const agent = await env.supervisor.ensureAgent('fixture');
+      await eventually(() => readRecords().some((record) => record.agentProcess?.pid === agent.pid), "the live agent's record");
+
+      const notRecorded = await env.supervisor.sweepOrphans({ only: [again, process.pid] }).catch((error: unknown) => error);
+      expect(notRecorded).toBeInstanceOf(AgentError);
+      expect(notRecorded).toMatchObject({ kind: 'orphan_not_found', message: expect.stringContaining(`pid ${process.pid} is in no process record`) });
+      const alive = await env.supervisor.sweepOrphans({ only: [agent.pid!] }).catch((error: unknown) => error);
+      expect(alive).toMatchObject({ kind: 'orphan_not_found', message: expect.stringContaining(`pid ${agent.pid} belongs to a supervisor that is alive (pid ${process.pid})`) });
+      // Refused as a whole: the pid that was a leftover is not killed either, its record kept.
+      expect(isRunning(again)).toBe(true);
+      expect(isRunning(agent.pid!)).toBe(true);
+      expect(readRecords().map((record) => record.agent).sort()).toEqual(['fixture', 'left-again']);
+
+      const justOne = await env.supervisor.sweepOrphans({ dryRun: true, only: [again] });
+      expect(justOne).toEqual({ dryRun: true, orphans: [expect.objectContaining({ agent: 'left-again', pid: again, command: 'sleep', running: true })], killed: [], skipped: [] });
+      expect(isRunning(again)).toBe(true);
+
+      const noRecords = createSupervisor({ stateDir: false });
+      await expect(noRecords.sweepOrphans({ only: [again] })).rejects.toMatchObject({ kind: 'orphan_not_found', message: expect.stringContaining('stateDir: false') });
+      await noRecords.shutdown();
+      expect(isRunning(again)).toBe(true);
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+  });
+
+  it('refuses bad options with invalid_options naming the field, before anything is read or killed', async () => {
+    const sleeper = await leftover('left');
+    try {
+      env.supervisor = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+      const cases: Array<[unknown, string]> = [
+        [{ dryrun: true }, 'dryrun'],
+        [{ dryRun: 'yes' }, 'sweep options.dryRun'],
+        [{ only: sleeper.pid }, 'sweep options.only'],
+        [{ only: [] }, 'sweep options.only: must name at least one pid'],
+        [{ only: [0] }, 'sweep options.only.0'],
+        [{ only: [-1] }, 'sweep options.only.0'],
+        [{ only: [sleeper.pid, 1.5] }, 'sweep options.only.1: must be a whole number'],
+        [{ only: [String(sleeper.pid)] }, 'sweep options.only.0'],
+        [42, 'sweep options'],
+      ];
+      for (const [options, field] of cases) {
+        const error = await env.supervisor.sweepOrphans(options as never).catch((caught: unknown) => caught);
+        expect({ options, error }).toEqual({ options, error: expect.objectContaining({ kind: 'invalid_options', message: expect.stringContaining(field) }) });
+      }
+      expect(isRunning(sleeper.pid!)).toBe(true);
+      expect(recordFiles()).toHaveLength(1);
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+  });
+
+  it("a dry run lists a recorded container though its client is long gone, without asking the engine; records with nothing left are said, and kept", async () => {
+    // Processes that ran and are gone: their pids and start times, as their records would hold them.
+    const gone = async () => {
+      const child = spawn('sleep', ['300'], { stdio: 'ignore' });
+      await eventually(() => startTimeOf(child.pid!) !== null, 'sleep to run');
+      const identity = { pid: child.pid!, startTime: startTimeOf(child.pid!)! };
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+      return identity;
+    };
+    const client = await gone();
+    const stale = await gone();
+    // The engine's address leads nowhere: a dry run that asked it would fail or hang, a listing does neither.
+    const remote = { kind: 'docker-container' as const, client: 'docker', token: 'agentvisor-test-token', engine: { DOCKER_HOST: `unix://${env.files.path('no-engine.sock')}` } };
+    writeOrphanRecord('boxed', { wrapper: client, command: 'docker', remote });
+    writeOrphanRecord('stale', { wrapper: stale });
+    env.supervisor = createSupervisor({ stateDir: stateDir(), sweepOnStart: false });
+    const listed = await env.supervisor.sweepOrphans({ dryRun: true });
+    expect(listed).toEqual({
+      dryRun: true,
+      orphans: [expect.objectContaining({ agent: 'boxed', pid: client.pid, command: 'docker', container: 'agentvisor-test-token', running: false })],
+      killed: [],
+      skipped: [{ agent: 'stale', pid: stale.pid, reason: 'not running' }],
+    });
+    expect(recordFiles()).toHaveLength(2);
   });
 });
