@@ -361,9 +361,13 @@ function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSp
     await launched.onExit?.(exit);
     connection.close();
     deps.connections.remove(agent, connection);
-    // Before the handshake, a runtime's own failure (an unreachable host, a refused login,
-    // a changed host key, a missing container) is reported as such, not as the agent's.
-    const runtimeFailure = initialized ? null : (launched.runtime?.failureOf?.(exit, launched.errorLines()) ?? null);
+    // Before the handshake, a wrapper that could not exec the agent (its command changed since
+    // the check before the spawn) is a spawn failure, as without a wrapper; a runtime's own
+    // failure (an unreachable host, a refused login, a changed host key, a missing container)
+    // is reported as such, not as the agent's.
+    const spawnFailure = initialized ? null : (proc.spawnFailureOfExit?.(exit) ?? null);
+    const runtimeFailure = initialized || spawnFailure ? null : (launched.runtime?.failureOf?.(exit, launched.errorLines()) ?? null);
+    if (spawnFailure) report({ type: 'process.failed', ...spawnFailure, stderr: launched.errorLines() });
     if (runtimeFailure) report({ type: 'process.failed', kind: runtimeFailure.kind, detail: runtimeFailure.detail, stderr: launched.errorLines() });
     report({
       type: 'process.exited',

@@ -232,7 +232,8 @@ export class AgentError extends Error {
  * The exact user-facing message for a process failure of `kind` of the agent `displayName`.
  * These strings are part of the lifecycle contract (README, docs/lifecycle.md): change them
  * only together with the docs. `detail` is part of the message only for `workspace_failed`
- * (git's own words: the reason is the message).
+ * (git's own words: the reason is the message), `spawn_failed` (what is wrong: "/opt/agent is
+ * a directory", "/opt/agent is not executable", "cwd /x is not a directory") and the runtimes' kinds.
  */
 export function failureMessage(kind: AgentErrorKind, displayName: string, detail?: string): string {
   switch (kind) {
@@ -241,7 +242,7 @@ export function failureMessage(kind: AgentErrorKind, displayName: string, detail
     case 'not_installed':
       return `Could not start ${displayName}. Check that it's installed.`;
     case 'spawn_failed':
-      return `Could not start ${displayName}`;
+      return `Could not start ${displayName}${detail ? `: ${detail}` : ''}`;
     case 'handshake_failed':
     case 'handshake_timeout':
       return `Could not connect to ${displayName}`;

@@ -12,7 +12,7 @@ import { StderrTail } from '../util/stderr-tail.js';
 import { recordSpawned, type AgentRecords } from './agent-records.service.js';
 import type { ContainedSpawn, Containment, ContainmentKind, ContainmentMechanism, SpawnRequest } from './containment/containment.js';
 import { signalOfInitExit } from './containment/pid-namespace.containment.js';
-import { executableProblem } from './executable.js';
+import { commandProblem, describeCommandProblem, type CommandProblem } from './executable.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
 import type { RuntimeCommand } from './runtimes/runtime.js';
 
@@ -47,6 +47,13 @@ export interface SupervisedProcess {
   readonly containment: ContainmentKind | null;
   /** Resolves with the spawn failure, or null once the process is running. */
   readonly spawnFailure: Promise<SpawnFailure | null>;
+  /**
+   * For a process that ended before its agent answered: the spawn failure its exit stands
+   * for, or null. A wrapper (a containment's shell) execs the agent itself and tells a failed
+   * exec only by its exit code (126: cannot execute, 127: not found); a command changed
+   * between the check before the spawn and the exec is then told as without a wrapper.
+   */
+  spawnFailureOfExit?(exit: ProcessExit): SpawnFailure | null;
   /**
    * Resolves once the group leader has exited and the rest of its group has been killed
    * and is gone (never rejects).
@@ -94,13 +101,14 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
   }
   const mechanism = options.containment ?? null;
   const request: SpawnRequest = { command: spec.command, args: spec.args ?? [], agent: options.agent ?? spec.displayName ?? spec.command };
-  if (mechanism) {
-    // A wrapper always starts, so a missing command must be found missing here, as a
-    // direct spawn would (kind not_installed, never an agent that exits 127).
-    const missing = executableProblem(spec.command, spec.cwd, spec.env?.PATH ?? process.env.PATH ?? '');
-    if (missing) return notSpawned(stderr, missing === 'ENOENT' ? notInstalled(spec) : { kind: 'spawn_failed', detail: `${spec.command}: ${missing}` });
-  }
+  // The command is looked at before the spawn, under every containment alike: a wrapper always
+  // starts (and would tell a failed exec only as an exit code), and the spawn's own EACCES does
+  // not say whether the path is a directory or a file without execute permission.
+  const problemNow = () => commandProblem(spec.command, spec.cwd, spec.env?.PATH ?? process.env.PATH ?? '');
+  const problem = problemNow();
+  if (problem) return notSpawned(stderr, commandFailure(spec, problem));
   const launch: ContainedSpawn = mechanism ? mechanism.wrap(request) : request;
+  const wrapped = launch.command !== request.command;
   // fd 3, when asked for, is the wrapper's lifeline: this process holds the other end.
   const stdio: ['pipe', 'pipe', 'pipe', ...'pipe'[]] = launch.lifeline ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'];
   let child: ReturnType<typeof spawnWithExeca>;
@@ -167,8 +175,13 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
       ? Promise.resolve(null)
       : settled.then((result) => {
           const code = (result as { code?: string }).code;
-          const detail = result.shortMessage ?? result.message ?? `spawn failed (${code ?? 'unknown'})`;
-          if (code !== 'ENOENT') return { kind: 'spawn_failed', detail };
+          const cause = (result as { cause?: unknown }).cause;
+          // The system's words without the argument list (execa's message repeats the command line).
+          const detail = cause instanceof Error ? cause.message : (result.shortMessage ?? result.message ?? `spawn failed (${code ?? 'unknown'})`);
+          // The command changed since the check above: told as the check would have.
+          const changed = code === 'ENOENT' || code === 'EACCES' ? problemNow() : null;
+          if (changed) return commandFailure(spec, changed);
+          if (code !== 'ENOENT') return { kind: 'spawn_failed', detail: `${spec.command}: ${detail}` };
           return { ...notInstalled(spec), detail };
         });
 
@@ -180,6 +193,11 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
     stdout: child.stdout,
     stderr,
     spawnFailure,
+    spawnFailureOfExit: (exit) => {
+      if (!wrapped || exit.signal !== null || (exit.exitCode !== 126 && exit.exitCode !== 127)) return null;
+      const changed = problemNow();
+      return changed ? commandFailure(spec, changed) : null;
+    },
     exited,
     isRunning: () => running,
     closeInput: () => {
@@ -238,6 +256,12 @@ function isDirectory(path: string): boolean {
   }
 }
 
-function notInstalled(spec: AgentSpec): SpawnFailure {
+function notInstalled(spec: Pick<AgentSpec, 'command' | 'installHint'>): SpawnFailure {
   return { kind: 'not_installed', detail: `${spec.command}: command not found`, command: spec.command, ...(spec.installHint ? { installHint: spec.installHint } : {}) };
+}
+
+/** A command that cannot be run: not installed when nothing has its name, else a spawn failure naming the path and what is wrong with it. */
+export function commandFailure(spec: Pick<AgentSpec, 'command' | 'installHint'>, problem: CommandProblem): SpawnFailure {
+  if (problem.problem === 'missing') return notInstalled(spec);
+  return { kind: 'spawn_failed', detail: describeCommandProblem(spec.command, problem) };
 }

@@ -11,7 +11,8 @@
  *  a. `patterns` (the user's, then the agent preset's, as the caller orders them): each pattern
  *     in turn against every text. A pattern whose source or flags do not compile is skipped.
  *  b. structural facts:
- *     - config: kind `not_installed` or `workspace_failed`; `spawn_failed` with ENOENT/EACCES;
+ *     - config: kind `not_installed` or `workspace_failed`; `spawn_failed` with ENOENT/EACCES or
+ *       a command that "is a directory", "is not executable" or cannot be reached ("permission denied");
  *       exit code 126 or 127; in the spawn and handshake phases only (a CLI rejecting its own
  *       command line; later, such words are a tool's output), "unknown option", "unrecognized
  *       argument", "unexpected argument", "invalid argument", "command not found";
@@ -92,7 +93,7 @@ function matchPatterns(patterns: readonly FailurePattern[], texts: readonly stri
 
 const cliUsageError =
   /\b(?:unknown|unrecogni[sz]ed) (?:option|argument|flag|command)s?\b|\bunexpected argument\b|(?<!EINVAL: )\binvalid (?:option|argument)s?\b|\bcommand not found\b/i;
-const spawnSetupError = /\b(?:ENOENT|EACCES)\b/;
+const spawnSetupError = /\b(?:ENOENT|EACCES)\b|\bis (?:a directory|not executable)\b|\bpermission denied\b/;
 
 /**
  * A runtime's own failures (docs/runtimes.md) by their kind: a refused login, a changed host

@@ -9,10 +9,10 @@ import { spawn as forkPty, type IDisposable, type IPty } from '@lydell/node-pty'
 import xterm, { type Terminal } from '@xterm/headless';
 import { statSync } from 'node:fs';
 import { constants } from 'node:os';
-import type { ProcessExit, SpawnFailure, SupervisedProcess } from '../agent-process.service.js';
+import { commandFailure, type ProcessExit, type SpawnFailure, type SupervisedProcess } from '../agent-process.service.js';
 import type { AgentRecords } from '../agent-records.service.js';
 import { startTimeOf } from '../containment/proc-table.js';
-import { executableProblem } from '../executable.js';
+import { commandProblem } from '../executable.js';
 import { signalGroup, waitForGroupExit } from '../process-group.service.js';
 
 export type { ProcessExit, SpawnFailure } from '../agent-process.service.js';
@@ -233,17 +233,10 @@ export function spawnPtyProcess(spec: PtySpawnSpec, options: PtySpawnOptions): P
     return notSpawned({ kind: 'spawn_failed', detail: `cwd ${spec.cwd} is not a directory` });
   }
   // node-pty forks first and reports a failed exec only as an exit (code 1, a message on
-  // the terminal): a missing command must be found missing here.
-  const missing = executableProblem(spec.command, spec.cwd, spec.env?.PATH ?? process.env.PATH ?? '');
-  if (missing === 'ENOENT') {
-    return notSpawned({
-      kind: 'not_installed',
-      detail: `${spec.command}: command not found`,
-      command: spec.command,
-      ...(spec.installHint ? { installHint: spec.installHint } : {}),
-    });
-  }
-  if (missing) return notSpawned({ kind: 'spawn_failed', detail: `${spec.command}: ${missing}` });
+  // the terminal): a missing command, a directory or a file that may not be executed must be
+  // found here, and told as for an agent on pipes.
+  const problem = commandProblem(spec.command, spec.cwd, spec.env?.PATH ?? process.env.PATH ?? '');
+  if (problem) return notSpawned(commandFailure(spec, problem));
 
   const cols = options.cols ?? screen.cols;
   const rows = options.rows ?? screen.rows;

@@ -135,6 +135,10 @@ describe('order of decision', () => {
     });
     expect(classifyFailure({ kind: 'spawn_failed', phase: 'spawn', detail: 'spawn /bin/sh ENOENT' }, [], someNow).class).toBe('config');
     expect(classifyFailure({ kind: 'spawn_failed', phase: 'spawn', detail: 'spawn EMFILE' }, [], someNow).class).toBe('unknown');
+    // A command that cannot be run, as the process service words it (services/executable.ts).
+    for (const detail of ['/opt/agent is a directory', '/opt/agent is not executable', '/opt/bin/agent cannot be reached: permission denied']) {
+      expect(classifyFailure({ kind: 'spawn_failed', phase: 'spawn', detail }, [], someNow).class, detail).toBe('config');
+    }
   });
 
   it('reads a CLI complaining about its command line only before the handshake is done', () => {
