@@ -8,6 +8,8 @@
  * put its own database behind the interface.
  */
 
+import type { FailureClass } from './failure-class.js';
+
 /** A value now or later: stores may be synchronous (SQLite, memory) or not. */
 export type Awaitable<T> = T | Promise<T>;
 
@@ -96,7 +98,38 @@ export interface EventEntry {
   at: number;
   agent: string | null;
   event: string;
+  /** For `error`: a {@link StoredFailure}; for `agent:status`: `{ status, previous }`. */
   data: unknown;
+}
+
+/**
+ * An agent's failure as the event log keeps it (an `error` entry's `data`): what the `error`
+ * event and `list()[i].lastError` carry, with its class and its last stderr lines, so it can
+ * be read back after the host restarted. Never an env value: nothing here comes from the
+ * spec's environment. Entries written by an agentvisor before this shape have only `kind`,
+ * `message`, `detail`, `exitCode` and `signal`.
+ */
+export interface StoredFailure {
+  kind: string;
+  message: string;
+  /** Technical detail: the spawn error, the JSON-RPC error, how the process ended. */
+  detail: string | null;
+  exitCode: number | null;
+  signal: string | null;
+  /** Why it failed (docs/failures.md); null for a failure the classifier did not see. */
+  class: FailureClass | null;
+  /** Whether the supervisor retried it by itself (now, after a backoff, or at `retryAt`). */
+  retryable: boolean;
+  /** When a usage or rate limit resets (epoch ms), when the agent said so. */
+  retryAt: number | null;
+  /**
+   * The last lines the agent wrote to stderr before it failed, oldest first: the failure's own
+   * tail (at most `stderrLines`, each at most 1000 characters).
+   */
+  stderr: string[];
+  /** With kind `not_installed`: the command that was not found, and how to install it. */
+  command?: string;
+  installHint?: string;
 }
 
 /** Limits for one kind of entry; each is optional, and all that are set apply. */

@@ -9,7 +9,7 @@ import type { AgentSpec } from '../core/agent-spec.js';
 import type { AgentFailure } from '../core/errors.js';
 import type { ElicitationAnswer, ElicitationRequestView } from '../core/elicitation.js';
 import type { PermissionRequest } from '../core/permission-policy.js';
-import type { StoredAgentSpec, TranscriptKind } from '../core/store.js';
+import type { StoredAgentSpec, StoredFailure, TranscriptKind } from '../core/store.js';
 import type { StoreWriter } from './store-writer.js';
 
 /** How a prompt turn ended, as the transcript keeps it. */
@@ -36,9 +36,9 @@ export class StoreJournal {
     this.writer.add({ type: 'event', at: Date.now(), agent, event: 'agent:status', data: { status, previous } });
   }
 
+  /** A failure of the agent, whole: its class, whether and when it is retried, and its stderr tail (never its env). */
   agentError(agent: string, failure: AgentFailure): void {
-    const { kind, message, detail, exitCode, signal } = failure;
-    this.writer.add({ type: 'event', at: Date.now(), agent, event: 'error', data: { kind, message, detail, exitCode, signal } });
+    this.writer.add({ type: 'event', at: Date.now(), agent, event: 'error', data: storedFailure(failure) });
   }
 
   event(agent: string | null, event: string, data: unknown): void {
@@ -98,6 +98,26 @@ export class StoreJournal {
   private entry(agent: string, sessionId: string, kind: TranscriptKind, data: unknown): void {
     this.writer.add({ type: 'transcript', at: Date.now(), agent, sessionId, kind, data });
   }
+}
+
+/** The longest stderr line kept with a failure, as the stderr log keeps its lines (util/stderr-tail.ts). */
+const maxStderrLine = 1000;
+
+/** A failure as the event log keeps it: the record's plain fields, its class, and its stderr tail (already bounded by `stderrLines`). */
+export function storedFailure(failure: AgentFailure): StoredFailure {
+  return {
+    kind: failure.kind,
+    message: failure.message,
+    detail: failure.detail ?? null,
+    exitCode: failure.exitCode ?? null,
+    signal: failure.signal ?? null,
+    class: failure.class ?? null,
+    retryable: failure.retryable ?? false,
+    retryAt: failure.retryAt ?? null,
+    stderr: failure.stderr.map((line) => (line.length > maxStderrLine ? `${line.slice(0, maxStderrLine)}…` : line)),
+    ...(failure.command !== undefined ? { command: failure.command } : {}),
+    ...(failure.installHint !== undefined ? { installHint: failure.installHint } : {}),
+  };
 }
 
 /** The spec without secrets: environment variable names, never their values. */
