@@ -140,7 +140,7 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     const report = (event: ProcessEvent) => {
       if (!released) sendBack(event.type === 'process.initialized' || event.type === 'process.connectionClosed' ? event : { ...event, at: now() });
     };
-    const spec = deps.getSpec(input.agent);
+    const spec = withCredential(deps.getSpec(input.agent), input.credential);
     const previous = deps.exits?.of(input.agent) ?? null;
     let preparing: Promise<string> | null = null;
     let workspaceAnswer: { ready(path: string): void; failed(message: string): void } | null = null;
@@ -188,6 +188,16 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       running?.release();
     };
   });
+}
+
+/**
+ * The spec the process runs with: the chosen credential set's variables merged over the
+ * agent's own (docs/failures.md, "Credentials with failover"). Values stay here: only the
+ * set's name ever reaches the machine, events and the store.
+ */
+function withCredential(spec: AgentSpec, index: number | undefined): AgentSpec {
+  const set = index === undefined ? undefined : spec.credentials?.[index];
+  return set ? { ...spec, env: { ...spec.env, ...set.env } } : spec;
 }
 
 /** One spawned process, as the actor drives it. */

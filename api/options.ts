@@ -5,8 +5,6 @@ import type { InspectionEvent, Observer } from 'xstate';
 import { z } from 'zod';
 import type { McpServer, SessionUpdate } from '../core/acp-types.js';
 import { agentNameSchema, agentSpecSchema, maxTimerMs, timeoutMsSchema, type AgentSpec } from '../core/agent-spec.js';
-import { failureClasses, type FailureClass } from '../core/failure-class.js';
-import { defaultClassPolicies, type ClassPolicies, type ClassPolicy } from '../machines/policies/class-policy.js';
 import type { OverloadPolicy } from '../machines/supervisor.machine.js';
 import { realClock, type Clock } from '../core/clock.js';
 import { invalidOptions } from '../core/errors.js';
@@ -16,7 +14,9 @@ import type { PermissionPolicy } from '../core/permission-policy.js';
 import type { ExtensionHandler } from '../runtime/acp-client-handlers.js';
 import type { TerminalLogin } from '../runtime/terminal-login.js';
 import { createConsoleInspector } from '../inspection/console-inspector.js';
-import { defaultRestartPolicy, type RestartPolicy } from '../machines/policies/backoff.policy.js';
+import type { RestartPolicy } from '../machines/policies/backoff.policy.js';
+import { resolveRestartPolicy } from '../machines/policies/restart.policy.js';
+import { restartOptionsSchema, type RestartOptions } from '../core/restart-spec.js';
 import type { SessionSettings } from '../runtime/session-opener.js';
 import type { RuntimeSettings } from '../runtime/supervisor-runtime.js';
 import { containmentKinds, type ContainmentPreference } from '../runtime/containment-choice.js';
@@ -31,17 +31,8 @@ export type { Clock };
 export { maxTimerMs };
 
 const timeoutMs = timeoutMsSchema;
-const classPolicySchema = z.strictObject({
-  action: z.enum(['retry', 'needsAuth', 'rateLimited', 'giveUp']),
-  waitMs: z.union([timeoutMs, z.null()]).optional(),
-  maxWaitMs: timeoutMs.optional(),
-});
-const classPoliciesSchema = z.strictObject(
-  Object.fromEntries(failureClasses.map((failureClass) => [failureClass, classPolicySchema.optional()])) as Record<FailureClass, z.ZodOptional<typeof classPolicySchema>>,
-);
 
-/** The restart options as given: every field optional, a class policy merged over its default. */
-export type RestartOptions = Partial<Omit<RestartPolicy, 'policies'>> & { policies?: Partial<Record<FailureClass, Partial<ClassPolicy>>> };
+export type { RestartOptions };
 
 /** The supervisor-wide restart intensity by default: see docs/failures.md for the reasoning. */
 export const defaultOverload: OverloadPolicy = Object.freeze({ intensity: 50, periodMs: 60_000 });
@@ -70,22 +61,12 @@ export const supervisorOptionsSchema = z.strictObject({
   /** Most agents with a live process at once (default 8). */
   maxAgents: z.number().int().min(1).optional(),
   /** Automatic restart policy after a connected agent is lost. */
-  restart: z
-    .strictObject({
-      maxAttempts: z.number().int().min(0).optional(),
-      initialDelayMs: timeoutMs.optional(),
-      factor: z.number().min(1).optional(),
-      maxDelayMs: timeoutMs.optional(),
-      jitter: z.number().min(0).max(1).optional(),
-      stableAfterMs: timeoutMs.optional(),
-      /** At most this many automatic restarts of one agent within periodMs (default 10); one more gives up with restart_intensity. */
-      intensity: z.number().int().min(0).optional(),
-      /** The window of intensity (default 300 000 ms). */
-      periodMs: timeoutMs.optional(),
-      /** What each failure class does (docs/failures.md), merged over the defaults class by class. */
-      policies: classPoliciesSchema.optional(),
-    })
-    .optional() as z.ZodOptional<z.ZodType<RestartOptions>>,
+  /**
+   * The restart policy of every agent (docs/failures.md): when an ended process is started
+   * again (`when`), the backoff, the restart intensity, what each failure class does. An
+   * agent's `spec.restart` is merged over it.
+   */
+  restart: restartOptionsSchema.optional(),
   /**
    * The supervisor-wide restart intensity: more than `intensity` automatic restarts of all
    * agents within `periodMs` (default 50 in 60 000 ms) and the supervisor is overloaded — it
@@ -254,11 +235,7 @@ export const defaultOptions = Object.freeze({
 /** Fills in defaults; throws `AgentError` kind `invalid_options` for a malformed value. */
 export function resolveOptions(input: SupervisorOptions): RuntimeSettings {
   const options = parseOptions(supervisorOptionsSchema, input, 'options');
-  const { policies: givenPolicies, ...restartNumbers } = options.restart ?? {};
-  const policies = Object.fromEntries(
-    failureClasses.map((failureClass) => [failureClass, { ...defaultClassPolicies[failureClass], ...stripUndefined(givenPolicies?.[failureClass] ?? {}) }]),
-  ) as ClassPolicies;
-  const restart: RestartPolicy = { ...defaultRestartPolicy, ...stripUndefined(restartNumbers), policies };
+  const restart: RestartPolicy = resolveRestartPolicy('acp', options.restart);
   return {
     maxAgents: options.maxAgents ?? defaultOptions.maxAgents,
     overload: { ...defaultOverload, ...stripUndefined(options.overload ?? {}) },
@@ -272,6 +249,7 @@ export function resolveOptions(input: SupervisorOptions): RuntimeSettings {
     extensions: { ...options.extensions },
     authTimeoutMs: options.authTimeoutMs ?? defaultOptions.authTimeoutMs,
     ...(options.terminalLogin ? { terminalLogin: options.terminalLogin } : {}),
+    ...(options.restart ? { restartOptions: options.restart } : {}),
     timings: {
       restart,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? defaultOptions.handshakeTimeoutMs,

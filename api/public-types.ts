@@ -14,6 +14,7 @@
  * api/supervisor.ts and api/session.ts take their public types from here; api/options.ts and
  * the layers below never import this file (no cycle).
  */
+import type { RestartWhen } from '../core/restart-spec.js';
 import type { StoredAgentSpec } from '../core/store.js';
 import type { AgentCapabilities, AuthMethod, ClientConnection, Implementation, InitializeResponse, SessionInfo } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
@@ -116,6 +117,14 @@ export interface AgentSummary {
   lastError: AgentFailure | null;
   /** The containment the agent's current process runs in; null when it has none or only its process group. */
   containment: ContainmentKind | null;
+  /** When the agent entered its current status (the supervisor's clock, epoch ms); null before its first. */
+  since: number | null;
+  /** How its last process ended (`{ code, signal, at }`); null when none has ended since it was registered. */
+  lastExit: { code: number | null; signal: string | null; at: number } | null;
+  /** Its restart policy's `when` (docs/failures.md): 'always', 'on-failure' or 'never'. */
+  restart: RestartWhen;
+  /** The name of the credential set it runs with (`spec.credentials`); null when it has none. */
+  credential: string | null;
   /** Who the agent said it is in its `initialize` answer (name, version); null while it has no connection. */
   agentInfo: Implementation | null;
   /** What the agent advertised (prompt content, session list/resume/close/delete, MCP transports, loadSession); null while it has no connection. */
@@ -267,6 +276,16 @@ export interface SupervisorEventMap extends RuntimeEvents {
   'agent:needs_auth': RuntimeEvents['agent:needs_auth'];
   /** An agent parked in `rateLimited`: it tries again by itself at `retryAt` (when known), or on `reconnect()`. */
   'agent:rate_limited': RuntimeEvents['agent:rate_limited'];
+  /**
+   * An agent's process ended as an outcome: its restart policy does not start it again (a
+   * clean exit under `restart.when: 'on-failure'`, any exit under 'never'). Status `exited`,
+   * `describe(name).lastExit` says how; a caller's start runs it again.
+   */
+  'agent:exited': RuntimeEvents['agent:exited'];
+  /** An auth failure or a usage limit moved an agent to its next credential set (`spec.credentials`; names only). */
+  'agent:credential': RuntimeEvents['agent:credential'];
+  /** `restart(name, { reason })` was called. */
+  'agent:restart': RuntimeEvents['agent:restart'];
   /** The supervisor-wide restart intensity was exceeded: automatic restarts are held until `resetOverload()`. */
   'supervisor:overloaded': RuntimeEvents['supervisor:overloaded'];
   /** `resetOverload()`: automatic restarts resume. */

@@ -229,9 +229,32 @@ export class Supervisor {
     return this.handle(name);
   }
 
-  /** Stops one agent through the stop ladder; resolves when its process group is gone. */
-  async stop(name: string, options: CallOptions = {}): Promise<void> {
-    await this.runtime.command({ type: 'agent.stop', agent: agentName(name) }, options);
+  /**
+   * Stops one agent through the stop ladder; resolves when its process group is gone (and its
+   * workspaces are cleaned up or kept). `force: true` sends SIGKILL to the agent's whole
+   * containment at once — for an agent that ignores SIGTERM, or when waiting out the ladder
+   * is not wanted; also during a graceful stop already under way.
+   */
+  async stop(name: string, options: CallOptions & { force?: boolean } = {}): Promise<void> {
+    const agent = agentName(name);
+    if (options.force !== undefined && typeof options.force !== 'boolean') throw invalidOptions(`Option stop options.force: must be a boolean (got ${JSON.stringify(options.force)})`, agent);
+    await this.runtime.command({ type: 'agent.stop', agent, ...(options.force ? { force: true } : {}) }, options);
+  }
+
+  /**
+   * Restarts one agent: the stop ladder, then a start; resolves with the new connection. Its
+   * sessions fail their turn in flight and are resumed as after a crash (`session.resume()`, or
+   * by themselves at the next prompt); its workspace stays. A stopped or exited agent is just
+   * started. `reason` goes to the `agent:restart` event and the event log. Rejects like
+   * `ensureAgent` when the new process fails to start; `stopped` when a stop comes first.
+   */
+  async restart(name: string, options: CallOptions & { reason?: string } = {}): Promise<AgentHandle> {
+    const agent = agentName(name);
+    if (options.reason !== undefined && typeof options.reason !== 'string') throw invalidOptions(`Option restart options.reason: must be a string (got ${JSON.stringify(options.reason)})`, agent);
+    if (!this.runtime.has(agent)) throw toError(agent, failures.unknownAgent(agent));
+    this.runtime.noteRestart(agent, options.reason ?? null);
+    await this.runtime.command({ type: 'agent.restart', agent }, options);
+    return this.handle(agent);
   }
 
   /**
@@ -576,6 +599,10 @@ export class Supervisor {
       attempt: context?.attempt ?? 0,
       lastError: context?.lastError ?? null,
       containment: context?.containment ?? null,
+      since: this.runtime.since(name),
+      lastExit: context?.lastExit ?? null,
+      restart: context?.restart.when ?? 'always',
+      credential: context ? (context.credentials[context.credentialIndex] ?? null) : null,
       agentInfo: handshake?.agentInfo ?? null,
       agentCapabilities: handshake ? (handshake.agentCapabilities ?? {}) : null,
       authMethods: handshake ? (handshake.authMethods ?? []) : null,

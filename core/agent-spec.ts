@@ -8,10 +8,10 @@ import { describeSchemaIssue, noNul } from './schema.js';
 import { failureClasses, type FailureClass, type FailurePattern } from './failure-class.js';
 import { runsOnThisHost, runtimeSpecSchema } from './runtime-spec.js';
 import { workspaceSpecSchema } from './workspace-spec.js';
+import { restartOptionsSchema } from './restart-spec.js';
+import { maxTimerMs, timeoutMsSchema } from './timeout.js';
 
-/** Node's timers fire at once for a delay above 2^31 - 1 ms: no timing may be longer. */
-export const maxTimerMs = 2 ** 31 - 1;
-export const timeoutMsSchema = z.number().min(0).max(maxTimerMs, `must be at most ${maxTimerMs} ms (about 24.8 days), the longest timer Node keeps`);
+export { maxTimerMs, timeoutMsSchema };
 
 /** A pattern that marks a failure as one class: a RegExp, or its source as a string (case-insensitive). */
 export const failurePatternSchema = z
@@ -104,6 +104,27 @@ export const agentSpecSchema = z.strictObject({
   shutdownTimeoutMs: timeoutMsSchema.optional(),
   /** This agent's own stop ladder: wait after SIGTERM before SIGKILL (default: the supervisor's). */
   killTimeoutMs: timeoutMsSchema.optional(),
+  /**
+   * This agent's restart policy: any of the supervisor's `restart` options, merged over them
+   * (class policies class by class). Its `when` defaults by protocol: 'always' for ACP,
+   * 'on-failure' for pty and stream-json (docs/failures.md).
+   */
+  restart: restartOptionsSchema.optional(),
+  /**
+   * Sets of credentials to fail over between (docs/failures.md): the agent starts with the
+   * first set's `env` merged over its own; an auth failure or a usage limit moves to the next
+   * set and restarts; when every set has failed, the agent parks as it would with one. Only
+   * the names ever leave the spec (describe, events, the store).
+   */
+  credentials: z
+    .array(
+      z.strictObject({
+        name: z.string().trim().min(1, 'must be a non-empty string').max(200, 'must be at most 200 characters'),
+        env: z.record(noNul(z.string().min(1).refine((name) => !name.includes('='), 'must not contain "="')), noNul(z.string())),
+      }),
+    )
+    .min(1, 'must list at least one set (leave it out for none)')
+    .optional(),
 }).superRefine((spec, context) => {
   const remote = !runsOnThisHost(spec.runtime?.kind);
   if (spec.protocol === 'pty' && remote) {
@@ -118,6 +139,9 @@ export const agentSpecSchema = z.strictObject({
   if (spec.pty !== undefined && spec.protocol !== 'pty') {
     context.addIssue({ code: 'custom', path: ['pty'], message: "is only for protocol 'pty'" });
   }
+  const names = (spec.credentials ?? []).map((set) => set.name);
+  const repeated = names.find((name, index) => names.indexOf(name) !== index);
+  if (repeated !== undefined) context.addIssue({ code: 'custom', path: ['credentials'], message: `names ${JSON.stringify(repeated)} twice: each set needs its own name` });
   if (spec.cwd !== undefined && spec.workspace !== undefined) {
     context.addIssue({ code: 'custom', path: ['workspace'], message: 'cannot be given with cwd: the workspace is the agent\'s cwd' });
   }

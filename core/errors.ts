@@ -25,6 +25,11 @@ export type AgentErrorKind =
   | 'handshake_timeout'
   /** A connected agent's process exited or its ACP stream closed. */
   | 'agent_exited'
+  /**
+   * The agent's process ended and its restart policy (`restart.when`: a clean exit under
+   * 'on-failure', any exit under 'never') does not start it again: an outcome, not a crash.
+   */
+  | 'agent_ended'
   /** One more live agent would exceed `maxAgents`. */
   | 'limit_reached'
   /** No agent is registered under that name. */
@@ -283,6 +288,9 @@ export const failures = {
   notConnected: (agent: string) => failure('agent_exited', `Agent "${agent}" has no live connection`),
   agentStopped: (displayName: string) => failure('stopped', `${displayName} was stopped`),
   agentLost: (displayName: string) => failure('agent_exited', failureMessage('agent_exited', displayName)),
+  /** The process ended and `restart.when` does not start it again: what its sessions and waiting callers are told. */
+  agentEnded: (displayName: string, exit: { code: number | null; signal: string | null }, when: string) =>
+    failure('agent_ended', `${displayName} ended (${exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code ?? 'unknown'}`}); its restart policy ('${when}') does not start it again`),
   sessionBusy: (sessionId: string) => failure('session_busy', `Session ${sessionId} is already running a turn`),
   sessionFailed: (sessionId: string) => failure('session_closed', `Session ${sessionId} failed; resume() it first`),
   sessionClosed: (sessionId: string) => failure('session_closed', `Session ${sessionId} is closed`),

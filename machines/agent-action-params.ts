@@ -45,3 +45,9 @@ export function lossOf({ context, event }: { context: AgentContext; event: Agent
 export function handshakeTimeoutOf({ context }: { context: AgentContext }) {
   return { failure: handshakeTimeoutFailure(context), at: context.now + context.handshakeTimeoutMs };
 }
+
+/** `process.exited`: how it ended, and when, as `lastExit` keeps it. */
+export function exitOf({ context, event }: { context: AgentContext; event: AgentEvent }) {
+  assertEvent(event, 'process.exited');
+  return { exit: { code: event.exitCode, signal: event.signal, at: event.at ?? context.now } };
+}

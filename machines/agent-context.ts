@@ -17,6 +17,7 @@ import type {
   AgentStatus,
   CommandSettled,
   ProcessEvent,
+  ProcessExit,
   RestartHold,
   RestartRequest,
 } from './agent-events.js';
@@ -77,6 +78,12 @@ export interface AgentContext {
    * session that uses it once it opened). A stop waits until every one is over.
    */
   workspaceHolds: Record<string, string | null>;
+  /** The names of the agent's credential sets, in failover order (empty: none given). */
+  credentials: string[];
+  /** Which set the process runs with (an index of `credentials`); 0 without any. */
+  credentialIndex: number;
+  /** How its last process ended (null: none has ended since it was added). */
+  lastExit: ProcessExit | null;
 }
 
 export type AgentEvent =
@@ -153,6 +160,29 @@ export function willRetry(context: AgentContext): boolean {
     isRetryable(context.lastError.kind) &&
     policyOf(context, context.lastError)?.action === 'retry'
   );
+}
+
+/**
+ * The process ended as an outcome, not a loss: its restart policy does not start it again —
+ * any exit under `when: 'never'`, a clean one (code 0, no signal, not a stream that closed
+ * and hung) under `'on-failure'`.
+ */
+export function exitIsOutcome(context: AgentContext, exit: EventOf<'process.exited'>): boolean {
+  if (context.restart.when === 'never') return true;
+  return context.restart.when === 'on-failure' && exit.reason === 'exit' && exit.exitCode === 0 && exit.signal === null;
+}
+
+/** Classes that a change of credentials can fix: a refused login, a used-up quota. */
+const failoverClasses: ReadonlySet<string> = new Set(['auth', 'usage_limit']);
+
+/** The failure is one that the next credential set may fix, and there is a next set. */
+export function failsOver(context: AgentContext, failure: AgentFailure | null): boolean {
+  return failure?.class !== undefined && failoverClasses.has(failure.class) && context.credentialIndex + 1 < context.credentials.length;
+}
+
+/** The name of the credential set in use (null: the agent has none). */
+export function credentialInUse(context: Pick<AgentContext, 'credentials' | 'credentialIndex'>): string | null {
+  return context.credentials[context.credentialIndex] ?? null;
 }
 
 /** The policy of a failure's class; none for a failure with no class (refusals, restart_intensity). */

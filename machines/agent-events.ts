@@ -7,13 +7,33 @@ import type { ContainmentKind } from '../core/containment-kind.js';
 import type { AgentErrorKind, AgentFailure, AuthMethodSummary, CommandResult } from '../core/errors.js';
 import type { FailurePattern, FailurePhase } from '../core/failure-class.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
+import type { RestartWhen } from '../core/restart-spec.js';
 import type { RestartPolicy } from './policies/backoff.policy.js';
 
 /** The agent lifecycle's top-level states, which are also its status strings. */
-export type AgentStatus = 'idle' | 'starting' | 'connected' | 'disconnected' | 'reconnecting' | 'stopping' | 'needsAuth' | 'rateLimited';
+export type AgentStatus =
+  | 'idle'
+  | 'starting'
+  | 'connected'
+  | 'disconnected'
+  | 'reconnecting'
+  /** `restart()`: the stop ladder, then a start. */
+  | 'restarting'
+  | 'stopping'
+  /** The process ended and its restart policy does not start it again (`restart.when`): an outcome. */
+  | 'exited'
+  | 'needsAuth'
+  | 'rateLimited';
 
 /** Statuses in which an agent holds, or is about to hold, a live process. */
-export const liveStatuses: ReadonlySet<AgentStatus> = new Set<AgentStatus>(['starting', 'connected', 'reconnecting', 'stopping']);
+export const liveStatuses: ReadonlySet<AgentStatus> = new Set<AgentStatus>(['starting', 'connected', 'reconnecting', 'restarting', 'stopping']);
+
+/** How a process ended: its exit code or signal, and when (the supervisor's clock, epoch ms). */
+export interface ProcessExit {
+  code: number | null;
+  signal: string | null;
+  at: number;
+}
 
 /** Timing options an agent machine runs with. */
 export interface AgentTimings {
@@ -33,6 +53,8 @@ export interface AgentMachineInput extends AgentTimings {
   failurePatterns: FailurePattern[];
   /** The supervisor holds automatic restarts (it is overloaded) since before this agent was added. */
   restartsHeld: boolean;
+  /** The names of the agent's credential sets (`spec.credentials`), in failover order; empty without any. */
+  credentials: string[];
 }
 
 /**
@@ -45,6 +67,8 @@ export type AgentCommand =
   | { type: 'ensure'; requestId?: string }
   | { type: 'reconnect'; requestId?: string }
   | { type: 'stop'; requestId?: string }
+  /** restart(): the stop ladder, then a start (its sessions resumed as after a crash); answered once connected again. */
+  | { type: 'restart.request'; requestId?: string }
   /** authenticate(): the agent's ACP `authenticate` with one of its auth methods; answered once connected. */
   | { type: 'authenticate'; methodId: string; requestId?: string }
   /** While stopping: skip to the ladder's last rung (SIGKILL) now — a second interrupt. */
@@ -123,6 +147,8 @@ export interface AuthenticateInput {
 /** Input of the process actor: which agent to launch (the spec is looked up by the runtime). */
 export interface AgentProcessInput {
   agent: string;
+  /** Which of the spec's credential sets the process runs with (its index); none without `spec.credentials`. */
+  credential?: number;
 }
 
 /** Commands the agent machine sends to its process actor: the rungs of the stop ladder. */
@@ -151,7 +177,16 @@ export type AgentReport =
   | { type: 'agent.settled'; settled: CommandSettled }
   /** An automatic restart begins (counted by the supervisor's intensity). */
   | { type: 'agent.restarting'; agent: string; at: number }
-  | AgentParked;
+  | AgentParked
+  | AgentOutcome;
+
+/**
+ * The process ended as an outcome (`exited`: its restart policy does not start it again), or
+ * the agent failed over to its next credential set (names only: never a value).
+ */
+export type AgentOutcome =
+  | { type: 'agent.exited'; agent: string; exit: ProcessExit; when: RestartWhen }
+  | { type: 'agent.credential'; agent: string; credential: string; previous: string; failure: AgentFailure };
 
 /** The agent parked: it waits for a login (`needsAuth`) or for a limit to reset (`rateLimited`). */
 export type AgentParked =
@@ -163,6 +198,7 @@ export type AgentEmitted =
   | { type: 'status'; agent: string; status: AgentStatus }
   | { type: 'error'; agent: string; failure: AgentFailure }
   | AgentParked
+  | AgentOutcome
   | CommandSettled
   /** How the agent classified a reported failure (`agent.failure`), for the caller that reported it. */
   | { type: 'failure.classified'; requestId: string | null; failure: AgentFailure };

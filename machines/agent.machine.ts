@@ -23,7 +23,10 @@ import { failures, type AgentFailure, type CommandResult } from '../core/errors.
 import {
   authRefusal,
   busyReason,
+  credentialInUse,
   exceedsIntensity,
+  exitIsOutcome,
+  failsOver,
   lostDuringAuthentication,
   notifyParent,
   intensityFailure,
@@ -47,8 +50,9 @@ import type {
   AuthenticateInput,
   ProcessCommand,
   ProcessEvent,
+  ProcessExit,
 } from './agent-events.js';
-import { handshakeExitOf, handshakeTimeoutOf, initializeOf, lossOf, requestIdOf, spawnFailureOf, spawnOf } from './agent-action-params.js';
+import { exitOf, handshakeExitOf, handshakeTimeoutOf, initializeOf, lossOf, requestIdOf, spawnFailureOf, spawnOf } from './agent-action-params.js';
 import { restartsWithin, type ClassAction } from './policies/class-policy.js';
 import { backoffDelay, jitterRoll } from './policies/backoff.policy.js';
 import type { SessionMachineInput } from './session-events.js';
@@ -88,7 +92,7 @@ const reportedFailureParams = ({ context, event }: { context: AgentContext; even
 const doneActorId = (event: AgentEvent): string | undefined => (event as { actorId?: unknown }).actorId as string | undefined;
 
 /** What the waiting starts are answered with (`settleStarts`). */
-type StartOutcome = 'connected' | 'stopped' | 'lastError' | 'authRefusal' | 'lostDuringAuthentication';
+type StartOutcome = 'connected' | 'stopped' | 'lastError' | 'authRefusal' | 'lostDuringAuthentication' | 'ended';
 
 /** A start refused with the failure the agent waits on (or gave up with). */
 const lastErrorResult = (context: AgentContext): CommandResult => ({ ok: false, failure: context.lastError ?? failures.agentLost(context.displayName) });
@@ -105,8 +109,13 @@ function startResult(context: AgentContext, event: AgentEvent, outcome: StartOut
       return { ok: false, failure: authRefusal(context, 'error' in event ? event.error : undefined) };
     case 'lostDuringAuthentication':
       return { ok: false, failure: lostDuringAuthentication(context) };
+    case 'ended':
+      return { ok: false, failure: endedFailure(context) };
   }
 }
+
+/** What callers and sessions are told when the process ended as an outcome (`exited`). */
+const endedFailure = (context: AgentContext) => failures.agentEnded(context.displayName, context.lastExit ?? { code: null, signal: null }, context.restart.when);
 
 export const agentMachine = setup({
   types: {
@@ -164,6 +173,20 @@ export const agentMachine = setup({
       assertEvent(event, ['workspace.held', 'workspace.failed']);
       return event.id === ownWorkspaceId && context.processRunning;
     },
+    /** The process ended as an outcome: its restart policy (`restart.when`) does not start it again. */
+    exitIsOutcome: ({ context, event }) => {
+      assertEvent(event, 'process.exited');
+      return exitIsOutcome(context, event);
+    },
+    /** The failure just recorded is a login or a quota that the next credential set may fix. */
+    failsOver: ({ context }) => failsOver(context, context.lastError),
+    /** A session or a turn failed for a login or a quota, and the agent has another credential set. */
+    failureFailsOver: ({ context, event }) => event.type === 'agent.failure' && failsOver(context, reportedFailure(context, event)),
+    /**
+     * It would retry by itself, but the supervisor holds restarts, and callers wait: their
+     * start runs as a caller's start (never held), so no call waits on the hold.
+     */
+    heldWithWaitingStarts: ({ context }) => willRetry(context) && context.restartsHeld && context.startRequests.length > 0,
     /** Disconnected for good (no automatic retry follows) with starts, or an authenticate(), still waiting. */
     givesUpWithWaitingStarts: ({ context }) => !willRetry(context) && (context.startRequests.length > 0 || context.pendingAuthMethod !== null),
   },
@@ -250,7 +273,8 @@ export const agentMachine = setup({
       enqueue.assign({ stopRequests: [] });
     }),
     spawnProcess: enqueueActions(({ enqueue, context }) => {
-      enqueue.spawnChild('agentProcess', { id: 'process', input: { agent: context.name } });
+      const input: AgentProcessInput = context.credentials.length > 0 ? { agent: context.name, credential: context.credentialIndex } : { agent: context.name };
+      enqueue.spawnChild('agentProcess', { id: 'process', input });
       enqueue.assign({ processRunning: true, connectionOpen: true, pid: null });
     }),
     /** Stops the process actor; its cleanup kills whatever is left of the process group. */
@@ -273,11 +297,40 @@ export const agentMachine = setup({
     recordFailure: assign(({ context }, params: { failure: AgentFailure; at?: number }) => ({ lastError: params.failure, now: params.at ?? context.now })),
     countAttempt: assign({ attempt: ({ context }) => context.attempt + 1 }),
     /** Stopped agents start afresh: no error, no attempts counted. */
-    forgetFailures: assign({ attempt: 0, lastError: null }),
+    forgetFailures: assign({ attempt: 0, lastError: null, credentialIndex: 0 }),
     resetAttempts: assign({ attempt: 0 }),
     allowAutoRetry: assign({ autoRetry: true }),
-    /** A start a caller asked for: a fresh attempt count, and its failure goes to that caller, not to a retry. */
-    beginCallerStart: assign({ attempt: 0, autoRetry: false }),
+    /**
+     * A start a caller asked for: a fresh attempt count, and its failure goes to that caller,
+     * not to a retry — unless `restart.retryFirstStart` (never under `when: 'never'`): then a
+     * failure a restart can fix is retried under the backoff, and the caller is answered with
+     * the final outcome.
+     */
+    beginCallerStart: assign({ attempt: 0, autoRetry: ({ context }) => context.restart.retryFirstStart && context.restart.when !== 'never' }),
+    /** The supervisor holds restarts, so the waiting callers' start runs as theirs: its failure answers them. */
+    startForWaitingCallers: assign({ autoRetry: false }),
+    recordExit: assign((_, params: { exit: ProcessExit }) => ({ lastExit: params.exit })),
+    /** The process ended as an outcome: listeners and the supervisor hear how. */
+    reportExited: enqueueActions(({ enqueue, context }) => {
+      if (!context.lastExit) return;
+      enqueue.emit({ type: 'agent.exited', agent: context.name, exit: context.lastExit, when: context.restart.when });
+      notifyParent(enqueue, { type: 'agent.exited', agent: context.name, exit: context.lastExit, when: context.restart.when });
+    }),
+    /** The next credential set, after a login or a quota failed with this one: a fresh streak of attempts. */
+    useNextCredential: enqueueActions(({ enqueue, context }) => {
+      const previous = credentialInUse(context) ?? '';
+      const next = { ...context, credentialIndex: context.credentialIndex + 1 };
+      enqueue.assign({ credentialIndex: next.credentialIndex, attempt: 0, autoRetry: true });
+      const failure = context.lastError ?? failures.agentLost(context.displayName);
+      const report = { type: 'agent.credential' as const, agent: context.name, credential: credentialInUse(next) ?? '', previous, failure };
+      enqueue.emit(report);
+      notifyParent(enqueue, report);
+    }),
+    /** The process ended as an outcome: every session's turn fails with agent_ended; they stay resumable once the agent is started again. */
+    failSessionsWithOutcome: enqueueActions(({ enqueue, context }) => {
+      const ended = endedFailure(context);
+      for (const key of context.sessionKeys) enqueue.sendTo(sessionActorId(key), { type: 'agent.lost', kind: ended.kind, message: ended.message });
+    }),
     spawnSession: enqueueActions(({ enqueue, context }, params: { session: SessionMachineInput; workspaceHold: string | undefined }) => {
       if (context.sessionKeys.includes(params.session.key)) return;
       enqueue.spawnChild('session', { id: sessionActorId(params.session.key), input: params.session });
@@ -393,6 +446,8 @@ export const agentMachine = setup({
     pendingAuthMethod: null,
     authMethods: [],
     workspaceHolds: {},
+    credentialIndex: 0,
+    lastExit: null,
   }),
   initial: 'idle',
   on: {
@@ -464,6 +519,11 @@ export const agentMachine = setup({
           actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart', 'setPendingAuth'],
           description: 'authenticate(): start the agent, then authenticate once initialize is answered.',
         },
+        'restart.request': {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+          description: 'restart() of a stopped agent: nothing to stop, start it.',
+        },
         stop: { actions: { type: 'answerNow', params: requestIdOf }, description: 'Already stopped.' },
       },
     },
@@ -488,7 +548,7 @@ export const agentMachine = setup({
         },
         'process.exited': {
           target: '#agent.disconnected',
-          actions: [{ type: 'recordFailure', params: handshakeExitOf }, 'releaseProcess'],
+          actions: [{ type: 'recordFailure', params: handshakeExitOf }, { type: 'recordExit', params: exitOf }, 'releaseProcess'],
           description: 'The process exited before answering initialize.',
         },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start is already in flight: wait for its outcome.' },
@@ -496,6 +556,11 @@ export const agentMachine = setup({
         authenticate: {
           actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
           description: 'A start is already in flight: wait for its outcome. Authenticate once initialize is answered.',
+        },
+        'restart.request': {
+          target: '#agent.restarting',
+          actions: { type: 'addStartRequest', params: requestIdOf },
+          description: 'restart() during the handshake: this process goes down the stop ladder, a new one starts.',
         },
         stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() or shutdown during the handshake.' },
       },
@@ -524,10 +589,17 @@ export const agentMachine = setup({
       on: {
         'process.exited': [
           {
+            guard: 'exitIsOutcome',
+            target: 'exited',
+            actions: [{ type: 'recordExit', params: exitOf }, 'releaseProcess', 'failSessionsWithOutcome'],
+            description: 'It ended, and its restart policy does not start it again (a clean exit under on-failure, any exit under never): an outcome, not a loss.',
+          },
+          {
             guard: 'hasPendingAuth',
             target: 'disconnected',
             actions: [
               { type: 'recordFailure', params: lossOf },
+              { type: 'recordExit', params: exitOf },
               'releaseProcess',
               'allowAutoRetry',
               'failSessions',
@@ -537,7 +609,7 @@ export const agentMachine = setup({
           },
           {
             target: 'disconnected',
-            actions: [{ type: 'recordFailure', params: lossOf }, 'releaseProcess', 'allowAutoRetry', 'failSessions'],
+            actions: [{ type: 'recordFailure', params: lossOf }, { type: 'recordExit', params: exitOf }, 'releaseProcess', 'allowAutoRetry', 'failSessions'],
             description: 'The process exited or its ACP stream closed: the agent was lost.',
           },
         ],
@@ -546,6 +618,12 @@ export const agentMachine = setup({
             guard: 'hasPendingAuth',
             actions: 'answerClassification',
             description: 'authenticate() runs beside the connection: its outcome decides (a refusal rejects its callers; a later failure parks).',
+          },
+          {
+            guard: 'failureFailsOver',
+            target: '#agent.reconnecting.replacing',
+            actions: ['answerClassification', { type: 'recordFailure', params: reportedFailureParams }, 'reportFailure', 'useNextCredential', 'failSessions'],
+            description: 'A login or a quota failed, and the agent has another credential set: replace the process with one that runs with the next set.',
           },
           {
             guard: 'failureParksForAuth',
@@ -608,6 +686,11 @@ export const agentMachine = setup({
           actions: 'killProcess',
           description: 'A session stalled with onStall restart: kill the process group; the restart policy brings the agent back.',
         },
+        'restart.request': {
+          target: 'restarting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+          description: 'restart(): the stop ladder, then a start; its sessions are resumed as after a crash.',
+        },
         stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() or shutdown.' },
       },
     },
@@ -625,6 +708,18 @@ export const agentMachine = setup({
           target: 'reconnecting',
           actions: ['countAttempt', 'recordRestart'],
           description: 'Lost after connecting, or an automatic attempt failed, with attempts left and a class that retries.',
+        },
+        {
+          guard: 'heldWithWaitingStarts',
+          target: 'reconnecting.spawning',
+          actions: 'startForWaitingCallers',
+          description: 'It would retry, but the supervisor holds restarts, and callers wait: a caller\'s start is never held, so it runs now and answers them.',
+        },
+        {
+          guard: 'failsOver',
+          target: 'reconnecting.spawning',
+          actions: 'useNextCredential',
+          description: 'A login or a quota failed, and the agent has another credential set: start again with the next set.',
         },
         { guard: 'parksForAuth', target: 'needsAuth', description: 'A failure of class auth: wait for a login.' },
         { guard: 'parksForLimit', target: 'rateLimited', description: 'A usage or rate limit: wait for it to reset.' },
@@ -649,6 +744,11 @@ export const agentMachine = setup({
           target: 'reconnecting.spawning',
           actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
           description: 'reconnect(): reset the attempt counter and spawn now.',
+        },
+        'restart.request': {
+          target: 'reconnecting.spawning',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+          description: 'restart() with no process: start it now, as reconnect() does.',
         },
         stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() clears the error and goes idle.' },
       },
@@ -676,6 +776,12 @@ export const agentMachine = setup({
         },
         held: {
           description: 'The supervisor is overloaded: this automatic restart waits until it is reset (or a caller reconnects).',
+          always: {
+            guard: 'hasStartRequests',
+            target: 'spawning',
+            actions: 'beginCallerStart',
+            description: 'A caller waits (ensureAgent, a session, a prompt): a caller\'s start is never held, so it runs now.',
+          },
           on: {
             'restarts.release': { target: 'spawning', actions: 'releaseRestarts', description: 'The supervisor was reset: restart now.' },
             reconnect: {
@@ -689,7 +795,7 @@ export const agentMachine = setup({
           description: 'reconnect() or authenticate() of a parked agent whose process still runs: kill it, then spawn afresh.',
           entry: 'killProcess',
           on: {
-            'process.exited': { target: 'spawning', actions: 'releaseProcess', description: 'The old process is gone.' },
+            'process.exited': { target: 'spawning', actions: [{ type: 'recordExit', params: exitOf }, 'releaseProcess'], description: 'The old process is gone.' },
           },
           after: {
             killTimeout: { target: 'spawning', actions: 'releaseProcess', description: 'Not gone within killTimeoutMs: release it and spawn anyway.' },
@@ -716,7 +822,7 @@ export const agentMachine = setup({
             },
             'process.exited': {
               target: '#agent.disconnected',
-              actions: [{ type: 'recordFailure', params: handshakeExitOf }, 'releaseProcess'],
+              actions: [{ type: 'recordFailure', params: handshakeExitOf }, { type: 'recordExit', params: exitOf }, 'releaseProcess'],
               description: 'The process exited before answering initialize.',
             },
           },
@@ -736,7 +842,93 @@ export const agentMachine = setup({
           actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
           description: 'A reconnect is under way: wait for its outcome. Authenticate once initialize is answered.',
         },
+        'restart.request': [
+          {
+            guard: 'hasNoProcess',
+            target: '.spawning',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+            description: 'restart() while waiting out a backoff (or held): no process to stop, spawn now.',
+          },
+          {
+            target: '#agent.restarting',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+            description: 'restart() while a process is spawning or being replaced: the stop ladder, then a start.',
+          },
+        ],
         stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() or shutdown; leaving cancels the backoff timer.' },
+      },
+    },
+    restarting: {
+      description: 'restart(): the graceful stop ladder (close ACP and stdin, SIGTERM, SIGKILL the group), then a start; the sessions stay, to be resumed as after a crash, and the workspace stays held.',
+      entry: [{ type: 'reportStatus', params: { status: 'restarting' } }, 'cancelClosedStreamGrace', 'failSessions'],
+      initial: 'closing',
+      states: {
+        closing: {
+          description: 'ACP connection and stdin closed; waiting for the agent to exit on its own.',
+          entry: 'closeProcessInput',
+          after: { shutdownTimeout: { target: 'terminating', description: 'Still running after shutdownTimeoutMs.' } },
+        },
+        terminating: {
+          description: 'SIGTERM sent to the process group.',
+          entry: 'terminateProcess',
+          after: { killTimeout: { target: 'killing', description: 'Still running after killTimeoutMs.' } },
+        },
+        killing: {
+          description: 'SIGKILL sent to the process group.',
+          entry: 'killProcess',
+          after: {
+            killTimeout: {
+              target: '#agent.reconnecting.spawning',
+              actions: 'releaseProcess',
+              description: 'Not even SIGKILL ended it within killTimeoutMs: release it and start anyway.',
+            },
+          },
+        },
+      },
+      on: {
+        'process.spawned': { actions: { type: 'recordSpawn', params: spawnOf }, description: 'The process being replaced had only just spawned.' },
+        'process.exited': {
+          target: '#agent.reconnecting.spawning',
+          actions: [{ type: 'recordExit', params: exitOf }, 'releaseProcess'],
+          description: 'The old process is gone: start the new one.',
+        },
+        'process.connectionClosed': { actions: 'markConnectionClosed', description: 'The ladder closed the stream: the ladder goes on, no other timer.' },
+        forceStop: { target: '.killing', description: 'A forced shutdown: SIGKILL now.' },
+        ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A restart is under way: wait for its outcome.' },
+        reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A restart is under way: wait for its outcome.' },
+        'restart.request': { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A restart is under way: wait for its outcome.' },
+        authenticate: {
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
+          description: 'A restart is under way: wait for its outcome. Authenticate once initialize is answered.',
+        },
+        stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() during a restart: the stop wins (the restart\'s callers are answered stopped).' },
+      },
+    },
+    exited: {
+      description: 'The process ended and its restart policy does not start it again (restart.when): an outcome, not a crash. No process; sessions failed with agent_ended; the workspace stays held until a stop.',
+      entry: [{ type: 'reportStatus', params: { status: 'exited' } }, 'reportExited', { type: 'settleStarts', params: { outcome: 'ended' } }],
+      on: {
+        ensure: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+          description: 'ensureAgent(): a caller starts it again.',
+        },
+        reconnect: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+          description: 'reconnect(): a caller starts it again.',
+        },
+        'restart.request': {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+          description: 'restart(): nothing to stop, start it.',
+        },
+        authenticate: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart', 'setPendingAuth'],
+          description: 'authenticate(): start it, then authenticate once initialize is answered.',
+        },
+        stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop(): its workspaces are released, then idle.' },
       },
     },
     stopping: {
@@ -797,7 +989,7 @@ export const agentMachine = setup({
       },
       on: {
         'process.spawned': { actions: { type: 'recordSpawn', params: spawnOf } },
-        'process.exited': { target: '.releasingWorkspaces', actions: 'releaseProcess', description: 'No process of the group is left.' },
+        'process.exited': { target: '.releasingWorkspaces', actions: [{ type: 'recordExit', params: exitOf }, 'releaseProcess'], description: 'No process of the group is left.' },
         'process.connectionClosed': { actions: 'markConnectionClosed', description: 'The ladder closed the stream (or the agent did): the ladder goes on, no other timer.' },
         forceStop: { target: '.killing', description: 'A forced shutdown (a second signal): SIGKILL now, without waiting out the earlier rungs.' },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A start while stopping: it begins once the agent is idle.' },
@@ -806,6 +998,7 @@ export const agentMachine = setup({
           actions: [{ type: 'addStartRequest', params: requestIdOf }, 'setPendingAuth'],
           description: 'authenticate() while stopping: the start begins once the agent is idle, then authenticates.',
         },
+        'restart.request': { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'restart() while stopping: the stop finishes, then the start begins.' },
         stop: { actions: { type: 'addStopRequest', params: requestIdOf }, description: 'Already stopping: answered once idle.' },
       },
     },
@@ -851,6 +1044,19 @@ export const agentMachine = setup({
               },
             ],
             ensure: { actions: { type: 'refuseWithLastError', params: requestIdOf }, description: 'ensureAgent(): refused at once with the auth failure.' },
+            'restart.request': [
+              {
+                guard: 'hasNoProcess',
+                target: '#agent.reconnecting.spawning',
+                actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+                description: 'restart() (after logging in outside): no process, spawn now.',
+              },
+              {
+                target: '#agent.restarting',
+                actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+                description: 'restart() (after logging in outside): the stop ladder for its process, then a start.',
+              },
+            ],
             'process.exited': { actions: ['releaseProcess', 'failSessions'], description: 'The process ended while parked: stay parked.' },
           },
         },
@@ -970,6 +1176,19 @@ export const agentMachine = setup({
           },
         ],
         ensure: { actions: { type: 'refuseWithLastError', params: requestIdOf }, description: 'ensureAgent(): refused at once with the limit (and retryAt).' },
+        'restart.request': [
+          {
+            guard: 'hasNoProcess',
+            target: '#agent.reconnecting.spawning',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+            description: 'restart(): stop waiting; no process, spawn now.',
+          },
+          {
+            target: '#agent.restarting',
+            actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+            description: 'restart(): stop waiting; the stop ladder for its process, then a start.',
+          },
+        ],
         'process.exited': { actions: ['releaseProcess', 'failSessions'], description: 'The process ended while parked: stay parked.' },
         stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop(): leaves the parked state, goes idle.' },
       },

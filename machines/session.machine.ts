@@ -111,6 +111,8 @@ export const sessionMachine = setup({
     isLastPendingPermission: ({ context }, params: { requestId: string }) =>
       context.pendingPermissions.length === 1 && context.pendingPermissions[0] === params.requestId,
     wasStoppedOnPurpose: (_, params: { kind: string }) => params.kind === 'stopped',
+    /** The agent's process ended as an outcome of its restart policy, not a crash. */
+    agentEnded: (_, params: { kind: string }) => params.kind === 'agent_ended',
     /** An error the agent answered with (not a lost connection): the agent machine classifies it. */
     agentClassifiesFailure: (_, params: { failure: SessionFailure }) => params.failure.kind === 'auth_required' || params.failure.kind === 'protocol_error',
     stallPolicyIs: ({ context }, params: { policy: StallPolicy }) => context.onStall === params.policy,
@@ -369,6 +371,11 @@ export const sessionMachine = setup({
             target: 'stopped',
             actions: { type: 'recordFailure', params: ({ event }) => ({ failure: { kind: event.kind, message: event.message } }) },
             description: 'The agent was stopped: the session ends.',
+          },
+          {
+            guard: { type: 'agentEnded', params: ({ event }) => ({ kind: event.kind }) },
+            actions: { type: 'recordFailure', params: ({ event }) => ({ failure: { kind: event.kind, message: event.message } }) },
+            description: 'The turn failed as the connection closed; the agent then said its process ended as an outcome (agent_ended): the session records the outcome.',
           },
           { description: 'Already failed: keep the first failure.' },
         ],

@@ -15,7 +15,8 @@ import { failures, type AgentFailure, type AuthMethodSummary } from '../core/err
 import type { FailurePattern } from '../core/failure-class.js';
 import type { WorkspaceSpec } from '../core/workspace-spec.js';
 import { agentMachine } from './agent.machine.js';
-import { liveStatuses, type AgentReport, type AgentStatus, type AgentTimings, type CommandSettled } from './agent-events.js';
+import { liveStatuses, type AgentReport, type AgentStatus, type AgentTimings, type CommandSettled, type ProcessExit } from './agent-events.js';
+import type { RestartWhen } from '../core/restart-spec.js';
 import { restartsWithin } from './policies/class-policy.js';
 
 /** The supervisor-wide restart intensity: more than `intensity` automatic restarts of all agents within `periodMs`. */
@@ -54,15 +55,20 @@ export interface AgentRegistration {
   agent: string;
   displayName: string;
   jitterSeed: number;
-  timings?: Partial<Pick<AgentTimings, 'handshakeTimeoutMs' | 'shutdownTimeoutMs' | 'killTimeoutMs'>>;
+  timings?: Partial<Pick<AgentTimings, 'restart' | 'handshakeTimeoutMs' | 'shutdownTimeoutMs' | 'killTimeoutMs'>>;
   failurePatterns?: FailurePattern[];
+  /** The names of its credential sets, in failover order (never their values). */
+  credentials?: string[];
 }
 
 /** A command for one agent, answered with `command.settled` carrying its `requestId`. */
 export type AgentCommandEvent =
   | { type: 'agent.ensure'; agent: string; requestId: string }
   | { type: 'agent.reconnect'; agent: string; requestId: string }
-  | { type: 'agent.stop'; agent: string; requestId: string }
+  /** `force`: SIGKILL to the agent's whole containment now, without the ladder's earlier rungs. */
+  | { type: 'agent.stop'; agent: string; requestId: string; force?: boolean }
+  /** restart(): the stop ladder, then a start; answered once the agent is connected again. */
+  | { type: 'agent.restart'; agent: string; requestId: string }
   | { type: 'agent.authenticate'; agent: string; methodId: string; requestId: string }
   /**
    * A session with its own workspace (docs/workspaces.md) asks to open: refused during
@@ -87,6 +93,8 @@ export type SupervisorEmitted =
   | { type: 'agent:rate_limited'; agent: string; failure: AgentFailure; retryAt: number | null }
   | { type: 'supervisor:overloaded'; restarts: number; intensity: number; periodMs: number }
   | { type: 'supervisor:overload_reset' }
+  | { type: 'agent:exited'; agent: string; exit: ProcessExit; when: RestartWhen }
+  | { type: 'agent:credential'; agent: string; credential: string; previous: string; failure: AgentFailure }
   | CommandSettled;
 
 /** The answer refusing one command with `failure`. */
@@ -153,13 +161,15 @@ export const supervisorMachine = setup({
           jitterSeed: params.jitterSeed,
           failurePatterns: params.failurePatterns ?? [],
           restartsHeld: context.restartsHeld,
+          credentials: params.credentials ?? [],
         },
       });
       enqueue.assign({ agents: { ...context.agents, [params.agent]: { displayName: params.displayName, status: 'idle', retrying: false } } });
     }),
     /** The command, as the agent machine names it, to the agent's actor. */
     forwardToAgent: enqueueActions(({ enqueue, event }) => {
-      assertEvent(event, ['agent.ensure', 'agent.reconnect', 'agent.stop', 'agent.authenticate', 'session.admit']);
+      assertEvent(event, ['agent.ensure', 'agent.reconnect', 'agent.stop', 'agent.authenticate', 'session.admit', 'agent.restart']);
+      if (event.type === 'agent.restart') return enqueue.sendTo(event.agent, { type: 'restart.request', requestId: event.requestId });
       enqueue.sendTo(
         event.agent,
         event.type === 'agent.authenticate'
@@ -168,6 +178,8 @@ export const supervisorMachine = setup({
             ? { type: 'session.admit', hold: event.hold, workspace: event.workspace, requestId: event.requestId }
             : { type: event.type === 'agent.ensure' ? 'ensure' : event.type === 'agent.reconnect' ? 'reconnect' : 'stop', requestId: event.requestId },
       );
+      // stop({ force }): the stop, then at once its last rung — SIGKILL to the whole containment.
+      if (event.type === 'agent.stop' && event.force) enqueue.sendTo(event.agent, { type: 'forceStop' });
     }),
     recordRestart: assign({
       restartTimes: ({ context }, params: { at: number }) => [...restartsWithin(context.restartTimes, context.overload.periodMs, params.at), params.at],
@@ -182,6 +194,12 @@ export const supervisorMachine = setup({
       enqueue.assign({ restartTimes: [], restartsHeld: false });
       for (const agent of Object.keys(context.agents)) enqueue.sendTo(agent, { type: 'restarts.release' });
       enqueue.emit({ type: 'supervisor:overload_reset' });
+    }),
+    relayOutcome: emit((_, params: { report: Extract<AgentReport, { type: 'agent.exited' | 'agent.credential' }> }) => {
+      const { type, ...rest } = params.report;
+      return type === 'agent.exited'
+        ? { type: 'agent:exited' as const, ...(rest as Omit<Extract<AgentReport, { type: 'agent.exited' }>, 'type'>) }
+        : { type: 'agent:credential' as const, ...(rest as Omit<Extract<AgentReport, { type: 'agent.credential' }>, 'type'>) };
     }),
     relayParked: emit((_, params: { report: Extract<AgentReport, { type: 'agent.needsAuth' | 'agent.rateLimited' }> }) =>
       params.report.type === 'agent.needsAuth'
@@ -231,6 +249,8 @@ export const supervisorMachine = setup({
     },
     'agent.needsAuth': { actions: { type: 'relayParked', params: ({ event }) => ({ report: event }) }, description: 'An agent waits for a login: agent:needs_auth.' },
     'agent.rateLimited': { actions: { type: 'relayParked', params: ({ event }) => ({ report: event }) }, description: 'An agent waits for a limit to reset: agent:rate_limited.' },
+    'agent.exited': { actions: { type: 'relayOutcome', params: ({ event }) => ({ report: event }) }, description: 'An agent\'s process ended as an outcome (its restart policy does not start it again): agent:exited.' },
+    'agent.credential': { actions: { type: 'relayOutcome', params: ({ event }) => ({ report: event }) }, description: 'An agent failed over to its next credential set: agent:credential.' },
   },
   states: {
     running: {
@@ -281,7 +301,12 @@ export const supervisorMachine = setup({
         ],
         'agent.stop': [
           { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
-          { actions: 'forwardToAgent', description: 'stop(): forward to the agent; answered once it is idle.' },
+          { actions: 'forwardToAgent', description: 'stop(): forward to the agent (with force, SIGKILL at once); answered once it is idle.' },
+        ],
+        'agent.restart': [
+          { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
+          { guard: { type: 'wouldExceedAgentLimit', params: agentOf }, actions: { type: 'refuseAtAgentLimit', params: commandOf }, description: 'A stopped agent, and maxAgents live processes already.' },
+          { actions: 'forwardToAgent', description: 'restart(): the stop ladder, then a start; answered once connected again.' },
         ],
         'session.admit': [
           { guard: { type: 'isUnknownAgent', params: agentOf }, actions: { type: 'refuseUnknownAgent', params: commandOf }, description: 'No such agent.' },
@@ -298,6 +323,7 @@ export const supervisorMachine = setup({
         'agent.ensure': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
         'agent.reconnect': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
         'agent.authenticate': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
+        'agent.restart': { actions: { type: 'refuseShuttingDown', params: commandOf }, description: 'Refused during shutdown.' },
         'session.admit': {
           actions: { type: 'refuseShuttingDown', params: commandOf },
           description: 'No session is opened during shutdown (no workspace is made for one).',

@@ -5,6 +5,7 @@
  * `session/new` has answered), turns batches of updates into the machine's `activity`
  * events, and releases a session's resources once its machine reports `stopped`.
  */
+import type { RestartWhen } from '../core/restart-spec.js';
 import type { ActorRefFrom } from 'xstate';
 import type { ContentBlock, McpServer, SessionNotification, SessionUpdate } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
@@ -68,6 +69,15 @@ export interface RuntimeEvents extends WorkspaceEvents {
   'agent:needs_auth': { agent: string; failure: AgentFailure; authMethods: AuthMethodSummary[] };
   /** An agent parked in `rateLimited`: it tries again at `retryAt` (when known), or on `reconnect()`. */
   'agent:rate_limited': { agent: string; failure: AgentFailure; retryAt: number | null };
+  /**
+   * An agent's process ended as an outcome: its restart policy (`restart.when`) does not
+   * start it again — a clean exit under 'on-failure', any exit under 'never'. Status `exited`.
+   */
+  'agent:exited': { agent: string; exit: { code: number | null; signal: string | null; at: number }; when: RestartWhen };
+  /** An auth failure or a usage limit moved the agent to its next credential set (names only, never values); it restarts with it. */
+  'agent:credential': { agent: string; credential: string; previous: string; failure: { kind: string; class: string | null; message: string } };
+  /** `restart(name, { reason })` was called: the stop ladder, then a start. */
+  'agent:restart': { agent: string; reason: string | null };
   /** More automatic restarts than `overload.intensity` within `overload.periodMs`: every automatic restart is held until `resetOverload()`. */
   'supervisor:overloaded': { restarts: number; intensity: number; periodMs: number };
   /** `resetOverload()`: automatic restarts resume. */

@@ -50,6 +50,8 @@ import { StoreReader } from './store-reader.js';
 import { StoreWriter } from './store-writer.js';
 import { endHold, heldWorkspace, releaseHold, type SessionWorkspace, type WorkspaceHoldActor } from './workspace-holds.js';
 import { WorkspaceRegistry } from './workspace-registry.js';
+import type { RestartOptions } from '../core/restart-spec.js';
+import { resolveRestartPolicy } from '../machines/policies/restart.policy.js';
 
 /** Session defaults, resolved from the supervisor's options. */
 export interface SessionDefaults {
@@ -69,6 +71,8 @@ export interface RuntimeSettings {
   /** The supervisor-wide restart intensity. */
   overload: OverloadPolicy;
   timings: AgentTimings;
+  /** The supervisor's `restart` options as given: each agent's policy is resolved from them, its protocol and its spec. */
+  restartOptions?: RestartOptions;
   stderrLines: number;
   containment: ContainmentPreference;
   /** Where live processes are recorded for an orphan sweep; false: not recorded. */
@@ -136,8 +140,13 @@ export class SupervisorRuntime {
   readonly requests: AgentRequests;
   /** Sessions' modes, config options and models (docs/acp.md). */
   readonly controls: SessionControls;
+  /** When each agent entered its current status (the supervisor's clock, epoch ms): `describe(name).since`. */
+  private readonly statusSince = new Map<string, number>();
+  /** The supervisor's restart options as given, under each agent's own. */
+  private readonly restartOptions: RestartOptions | undefined;
 
   constructor(settings: RuntimeSettings) {
+    this.restartOptions = settings.restartOptions;
     this.now = () => clockNow(settings.clockForTimers);
     this.authAttempts = new AuthAttempts(settings.authTimeoutMs);
     this.requests = new AgentRequests({ clock: settings.clockForTimers, authTimeoutMs: settings.authTimeoutMs, terminalLogin: settings.terminalLogin });
@@ -332,6 +341,7 @@ export class SupervisorRuntime {
       ...(settings.inspect ? { inspect: settings.inspect } : {}),
     });
     this.actor.on('agent:status', ({ agent, status, previous }) => {
+      this.statusSince.set(agent, this.now());
       this.journal.agentStatus(agent, status, previous);
       if (status === 'idle') this.streamJsonSessions.delete(agent);
     });
@@ -341,6 +351,11 @@ export class SupervisorRuntime {
     this.actor.on('agent:rate_limited', ({ agent, failure, retryAt }) => this.relay('agent:rate_limited', agent, { agent, failure, retryAt }));
     this.actor.on('supervisor:overloaded', ({ restarts, intensity, periodMs }) => this.relay('supervisor:overloaded', null, { restarts, intensity, periodMs }));
     this.actor.on('supervisor:overload_reset', () => this.relay('supervisor:overload_reset', null, {}));
+    this.actor.on('agent:exited', ({ agent, exit, when }) => this.relay('agent:exited', agent, { agent, exit, when }));
+    // The set's name and what failed with the one before: never a value of its env.
+    this.actor.on('agent:credential', ({ agent, credential, previous, failure }) =>
+      this.relay('agent:credential', agent, { agent, credential, previous, failure: { kind: failure.kind, class: failure.class ?? null, message: failure.message } }),
+    );
     this.actor.start();
   }
 
@@ -348,6 +363,7 @@ export class SupervisorRuntime {
   register(name: string, spec: AgentSpec): void {
     this.specs.set(name, { ...spec, args: [...(spec.args ?? [])], env: { ...spec.env } });
     this.journal.agentRegistered(name, spec);
+    this.statusSince.set(name, this.now());
     const { handshakeTimeoutMs, shutdownTimeoutMs, killTimeoutMs } = spec;
     this.actor.send({
       type: 'agent.register',
@@ -355,12 +371,24 @@ export class SupervisorRuntime {
       displayName: spec.displayName ?? name,
       jitterSeed: Math.floor(Math.random() * 2 ** 32),
       timings: {
+        restart: resolveRestartPolicy(spec.protocol, this.restartOptions, spec.restart),
         ...(handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs } : {}),
         ...(shutdownTimeoutMs !== undefined ? { shutdownTimeoutMs } : {}),
         ...(killTimeoutMs !== undefined ? { killTimeoutMs } : {}),
       },
       failurePatterns: toFailurePatterns(spec.failurePatterns),
+      credentials: (spec.credentials ?? []).map((set) => set.name),
     });
+  }
+
+  /** When the agent entered its current status (the supervisor's clock, epoch ms); null before its first report. */
+  since(agent: string): number | null {
+    return this.statusSince.get(agent) ?? null;
+  }
+
+  /** restart(name, { reason }): said to listeners and the event log before the agent's machine runs it. */
+  noteRestart(agent: string, reason: string | null): void {
+    this.relay('agent:restart', agent, { agent, reason });
   }
 
   /** resetOverload(): the supervisor machine releases the automatic restarts it holds. */
@@ -373,7 +401,7 @@ export class SupervisorRuntime {
     return this.actor.getSnapshot().matches({ running: 'overloaded' });
   }
 
-  private relay<K extends 'agent:needs_auth' | 'agent:rate_limited' | 'agent:auth_prompt' | 'supervisor:overloaded' | 'supervisor:overload_reset'>(
+  private relay<K extends 'agent:needs_auth' | 'agent:rate_limited' | 'agent:auth_prompt' | 'supervisor:overloaded' | 'supervisor:overload_reset' | 'agent:exited' | 'agent:credential' | 'agent:restart'>(
     type: K,
     agent: string | null,
     event: RuntimeEvents[K],

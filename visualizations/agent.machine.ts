@@ -45,6 +45,11 @@ export const agentMachine = setup({
     resetAttempts: () => {},
     allowAutoRetry: () => {},
     beginCallerStart: () => {},
+    startForWaitingCallers: () => {},
+    recordExit: () => {},
+    reportExited: () => {},
+    useNextCredential: () => {},
+    failSessionsWithOutcome: () => {},
     spawnSession: () => {},
     holdOwnWorkspace: () => {},
     checkOwnWorkspace: () => {},
@@ -83,6 +88,10 @@ export const agentMachine = setup({
     holdsNoWorkspace: () => true,
     isWorkspaceHold: () => true,
     processWaitsForOwnWorkspace: () => true,
+    exitIsOutcome: () => true,
+    failsOver: () => true,
+    failureFailsOver: () => true,
+    heldWithWaitingStarts: () => true,
     givesUpWithWaitingStarts: () => true,
   },
   actors: {
@@ -202,6 +211,11 @@ export const agentMachine = setup({
           actions: [{ type: 'addStartRequest' }, 'beginCallerStart', 'setPendingAuth'],
           description: 'authenticate(): start the agent, then authenticate once initialize is answered.',
         },
+        'restart.request': {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+          description: 'restart() of a stopped agent: nothing to stop, start it.',
+        },
         stop: { actions: { type: 'answerNow' }, description: 'Already stopped.' },
       },
     },
@@ -230,7 +244,7 @@ export const agentMachine = setup({
         },
         'process.exited': {
           target: '#agent.disconnected',
-          actions: [{ type: 'recordFailure' }, 'releaseProcess'],
+          actions: [{ type: 'recordFailure' }, { type: 'recordExit' }, 'releaseProcess'],
           description: 'The process exited before answering initialize.',
         },
         ensure: {
@@ -244,6 +258,11 @@ export const agentMachine = setup({
         authenticate: {
           actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
           description: 'A start is already in flight: wait for its outcome. Authenticate once initialize is answered.',
+        },
+        'restart.request': {
+          target: '#agent.restarting',
+          actions: { type: 'addStartRequest' },
+          description: 'restart() during the handshake: this process goes down the stop ladder, a new one starts.',
         },
         stop: {
           target: '#agent.stopping',
@@ -283,10 +302,17 @@ export const agentMachine = setup({
       on: {
         'process.exited': [
           {
+            guard: 'exitIsOutcome',
+            target: 'exited',
+            actions: [{ type: 'recordExit' }, 'releaseProcess', 'failSessionsWithOutcome'],
+            description: 'It ended, and its restart policy does not start it again (a clean exit under on-failure, any exit under never): an outcome, not a loss.',
+          },
+          {
             guard: 'hasPendingAuth',
             target: 'disconnected',
             actions: [
               { type: 'recordFailure' },
+              { type: 'recordExit' },
               'releaseProcess',
               'allowAutoRetry',
               'failSessions',
@@ -296,7 +322,13 @@ export const agentMachine = setup({
           },
           {
             target: 'disconnected',
-            actions: [{ type: 'recordFailure' }, 'releaseProcess', 'allowAutoRetry', 'failSessions'],
+            actions: [
+              { type: 'recordFailure' },
+              { type: 'recordExit' },
+              'releaseProcess',
+              'allowAutoRetry',
+              'failSessions',
+            ],
             description: 'The process exited or its ACP stream closed: the agent was lost.',
           },
         ],
@@ -305,6 +337,18 @@ export const agentMachine = setup({
             guard: 'hasPendingAuth',
             actions: 'answerClassification',
             description: 'authenticate() runs beside the connection: its outcome decides (a refusal rejects its callers; a later failure parks).',
+          },
+          {
+            guard: 'failureFailsOver',
+            target: '#agent.reconnecting.replacing',
+            actions: [
+              'answerClassification',
+              { type: 'recordFailure' },
+              'reportFailure',
+              'useNextCredential',
+              'failSessions',
+            ],
+            description: 'A login or a quota failed, and the agent has another credential set: replace the process with one that runs with the next set.',
           },
           {
             guard: 'failureParksForAuth',
@@ -393,6 +437,11 @@ export const agentMachine = setup({
           actions: 'killProcess',
           description: 'A session stalled with onStall restart: kill the process group; the restart policy brings the agent back.',
         },
+        'restart.request': {
+          target: 'restarting',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+          description: 'restart(): the stop ladder, then a start; its sessions are resumed as after a crash.',
+        },
         stop: {
           target: '#agent.stopping',
           actions: { type: 'addStopRequest' },
@@ -418,6 +467,18 @@ export const agentMachine = setup({
           target: 'reconnecting',
           actions: ['countAttempt', 'recordRestart'],
           description: 'Lost after connecting, or an automatic attempt failed, with attempts left and a class that retries.',
+        },
+        {
+          guard: 'heldWithWaitingStarts',
+          target: 'reconnecting.spawning',
+          actions: 'startForWaitingCallers',
+          description: 'It would retry, but the supervisor holds restarts, and callers wait: a caller\'s start is never held, so it runs now and answers them.',
+        },
+        {
+          guard: 'failsOver',
+          target: 'reconnecting.spawning',
+          actions: 'useNextCredential',
+          description: 'A login or a quota failed, and the agent has another credential set: start again with the next set.',
         },
         {
           guard: 'parksForAuth',
@@ -450,6 +511,11 @@ export const agentMachine = setup({
           target: 'reconnecting.spawning',
           actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
           description: 'reconnect(): reset the attempt counter and spawn now.',
+        },
+        'restart.request': {
+          target: 'reconnecting.spawning',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+          description: 'restart() with no process: start it now, as reconnect() does.',
         },
         stop: {
           target: '#agent.stopping',
@@ -485,6 +551,12 @@ export const agentMachine = setup({
         },
         held: {
           description: 'The supervisor is overloaded: this automatic restart waits until it is reset (or a caller reconnects).',
+          always: {
+            guard: 'hasStartRequests',
+            target: 'spawning',
+            actions: 'beginCallerStart',
+            description: 'A caller waits (ensureAgent, a session, a prompt): a caller\'s start is never held, so it runs now.',
+          },
           on: {
             'restarts.release': {
               target: 'spawning',
@@ -504,7 +576,7 @@ export const agentMachine = setup({
           on: {
             'process.exited': {
               target: 'spawning',
-              actions: 'releaseProcess',
+              actions: [{ type: 'recordExit' }, 'releaseProcess'],
               description: 'The old process is gone.',
             },
           },
@@ -541,7 +613,7 @@ export const agentMachine = setup({
             },
             'process.exited': {
               target: '#agent.disconnected',
-              actions: [{ type: 'recordFailure' }, 'releaseProcess'],
+              actions: [{ type: 'recordFailure' }, { type: 'recordExit' }, 'releaseProcess'],
               description: 'The process exited before answering initialize.',
             },
           },
@@ -567,10 +639,134 @@ export const agentMachine = setup({
           actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
           description: 'A reconnect is under way: wait for its outcome. Authenticate once initialize is answered.',
         },
+        'restart.request': [
+          {
+            guard: 'hasNoProcess',
+            target: '.spawning',
+            actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+            description: 'restart() while waiting out a backoff (or held): no process to stop, spawn now.',
+          },
+          {
+            target: '#agent.restarting',
+            actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+            description: 'restart() while a process is spawning or being replaced: the stop ladder, then a start.',
+          },
+        ],
         stop: {
           target: '#agent.stopping',
           actions: { type: 'addStopRequest' },
           description: 'stop() or shutdown; leaving cancels the backoff timer.',
+        },
+      },
+    },
+    restarting: {
+      description: 'restart(): the graceful stop ladder (close ACP and stdin, SIGTERM, SIGKILL the group), then a start; the sessions stay, to be resumed as after a crash, and the workspace stays held.',
+      entry: [
+        { type: 'reportStatus', params: { status: 'restarting' } },
+        'cancelClosedStreamGrace',
+        'failSessions',
+      ],
+      initial: 'closing',
+      states: {
+        closing: {
+          description: 'ACP connection and stdin closed; waiting for the agent to exit on its own.',
+          entry: 'closeProcessInput',
+          after: {
+            shutdownTimeout: {
+              target: 'terminating',
+              description: 'Still running after shutdownTimeoutMs.',
+            },
+          },
+        },
+        terminating: {
+          description: 'SIGTERM sent to the process group.',
+          entry: 'terminateProcess',
+          after: {
+            killTimeout: { target: 'killing', description: 'Still running after killTimeoutMs.' },
+          },
+        },
+        killing: {
+          description: 'SIGKILL sent to the process group.',
+          entry: 'killProcess',
+          after: {
+            killTimeout: {
+              target: '#agent.reconnecting.spawning',
+              actions: 'releaseProcess',
+              description: 'Not even SIGKILL ended it within killTimeoutMs: release it and start anyway.',
+            },
+          },
+        },
+      },
+      on: {
+        'process.spawned': {
+          actions: { type: 'recordSpawn' },
+          description: 'The process being replaced had only just spawned.',
+        },
+        'process.exited': {
+          target: '#agent.reconnecting.spawning',
+          actions: [{ type: 'recordExit' }, 'releaseProcess'],
+          description: 'The old process is gone: start the new one.',
+        },
+        'process.connectionClosed': {
+          actions: 'markConnectionClosed',
+          description: 'The ladder closed the stream: the ladder goes on, no other timer.',
+        },
+        forceStop: { target: '.killing', description: 'A forced shutdown: SIGKILL now.' },
+        ensure: {
+          actions: { type: 'addStartRequest' },
+          description: 'A restart is under way: wait for its outcome.',
+        },
+        reconnect: {
+          actions: { type: 'addStartRequest' },
+          description: 'A restart is under way: wait for its outcome.',
+        },
+        'restart.request': {
+          actions: { type: 'addStartRequest' },
+          description: 'A restart is under way: wait for its outcome.',
+        },
+        authenticate: {
+          actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
+          description: 'A restart is under way: wait for its outcome. Authenticate once initialize is answered.',
+        },
+        stop: {
+          target: '#agent.stopping',
+          actions: { type: 'addStopRequest' },
+          description: 'stop() during a restart: the stop wins (the restart\'s callers are answered stopped).',
+        },
+      },
+    },
+    exited: {
+      description: 'The process ended and its restart policy does not start it again (restart.when): an outcome, not a crash. No process; sessions failed with agent_ended; the workspace stays held until a stop.',
+      entry: [
+        { type: 'reportStatus', params: { status: 'exited' } },
+        'reportExited',
+        { type: 'settleStarts', params: { outcome: 'ended' } },
+      ],
+      on: {
+        ensure: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+          description: 'ensureAgent(): a caller starts it again.',
+        },
+        reconnect: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+          description: 'reconnect(): a caller starts it again.',
+        },
+        'restart.request': {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+          description: 'restart(): nothing to stop, start it.',
+        },
+        authenticate: {
+          target: 'starting',
+          actions: [{ type: 'addStartRequest' }, 'beginCallerStart', 'setPendingAuth'],
+          description: 'authenticate(): start it, then authenticate once initialize is answered.',
+        },
+        stop: {
+          target: '#agent.stopping',
+          actions: { type: 'addStopRequest' },
+          description: 'stop(): its workspaces are released, then idle.',
         },
       },
     },
@@ -660,7 +856,7 @@ export const agentMachine = setup({
         'process.spawned': { actions: { type: 'recordSpawn' } },
         'process.exited': {
           target: '.releasingWorkspaces',
-          actions: 'releaseProcess',
+          actions: [{ type: 'recordExit' }, 'releaseProcess'],
           description: 'No process of the group is left.',
         },
         'process.connectionClosed': {
@@ -682,6 +878,10 @@ export const agentMachine = setup({
         authenticate: {
           actions: [{ type: 'addStartRequest' }, 'setPendingAuth'],
           description: 'authenticate() while stopping: the start begins once the agent is idle, then authenticates.',
+        },
+        'restart.request': {
+          actions: { type: 'addStartRequest' },
+          description: 'restart() while stopping: the stop finishes, then the start begins.',
         },
         stop: {
           actions: { type: 'addStopRequest' },
@@ -737,6 +937,19 @@ export const agentMachine = setup({
               actions: { type: 'refuseWithLastError' },
               description: 'ensureAgent(): refused at once with the auth failure.',
             },
+            'restart.request': [
+              {
+                guard: 'hasNoProcess',
+                target: '#agent.reconnecting.spawning',
+                actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+                description: 'restart() (after logging in outside): no process, spawn now.',
+              },
+              {
+                target: '#agent.restarting',
+                actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+                description: 'restart() (after logging in outside): the stop ladder for its process, then a start.',
+              },
+            ],
             'process.exited': {
               actions: ['releaseProcess', 'failSessions'],
               description: 'The process ended while parked: stay parked.',
@@ -887,6 +1100,19 @@ export const agentMachine = setup({
           actions: { type: 'refuseWithLastError' },
           description: 'ensureAgent(): refused at once with the limit (and retryAt).',
         },
+        'restart.request': [
+          {
+            guard: 'hasNoProcess',
+            target: '#agent.reconnecting.spawning',
+            actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+            description: 'restart(): stop waiting; no process, spawn now.',
+          },
+          {
+            target: '#agent.restarting',
+            actions: [{ type: 'addStartRequest' }, 'beginCallerStart'],
+            description: 'restart(): stop waiting; the stop ladder for its process, then a start.',
+          },
+        ],
         'process.exited': {
           actions: ['releaseProcess', 'failSessions'],
           description: 'The process ended while parked: stay parked.',

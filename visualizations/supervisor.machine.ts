@@ -19,6 +19,7 @@ export const supervisorMachine = setup({
     recordRestart: () => {},
     holdAllRestarts: () => {},
     releaseAllRestarts: () => {},
+    relayOutcome: () => {},
     relayParked: () => {},
     refuseUnknownAgent: () => {},
     refuseAtAgentLimit: () => {},
@@ -70,6 +71,14 @@ export const supervisorMachine = setup({
     'agent.rateLimited': {
       actions: { type: 'relayParked' },
       description: 'An agent waits for a limit to reset: agent:rate_limited.',
+    },
+    'agent.exited': {
+      actions: { type: 'relayOutcome' },
+      description: 'An agent\'s process ended as an outcome (its restart policy does not start it again): agent:exited.',
+    },
+    'agent.credential': {
+      actions: { type: 'relayOutcome' },
+      description: 'An agent failed over to its next credential set: agent:credential.',
     },
   },
   states: {
@@ -154,7 +163,23 @@ export const supervisorMachine = setup({
           },
           {
             actions: 'forwardToAgent',
-            description: 'stop(): forward to the agent; answered once it is idle.',
+            description: 'stop(): forward to the agent (with force, SIGKILL at once); answered once it is idle.',
+          },
+        ],
+        'agent.restart': [
+          {
+            guard: { type: 'isUnknownAgent' },
+            actions: { type: 'refuseUnknownAgent' },
+            description: 'No such agent.',
+          },
+          {
+            guard: { type: 'wouldExceedAgentLimit' },
+            actions: { type: 'refuseAtAgentLimit' },
+            description: 'A stopped agent, and maxAgents live processes already.',
+          },
+          {
+            actions: 'forwardToAgent',
+            description: 'restart(): the stop ladder, then a start; answered once connected again.',
           },
         ],
         'session.admit': [
@@ -189,6 +214,10 @@ export const supervisorMachine = setup({
           description: 'Refused during shutdown.',
         },
         'agent.authenticate': {
+          actions: { type: 'refuseShuttingDown' },
+          description: 'Refused during shutdown.',
+        },
+        'agent.restart': {
           actions: { type: 'refuseShuttingDown' },
           description: 'Refused during shutdown.',
         },

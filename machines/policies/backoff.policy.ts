@@ -3,10 +3,15 @@
  * Pure functions of plain numbers, so the machine's `backoff` delay stays pure and
  * reproducible (jitter draws from a seeded generator, not Math.random).
  */
+import type { RestartWhen } from '../../core/restart-spec.js';
 import { defaultClassPolicies, type ClassPolicies } from './class-policy.js';
 
 /** Restart policy options; every field has the default in {@link defaultRestartPolicy}. */
 export interface RestartPolicy {
+  /** When an ended process is started again by itself: 'always', 'on-failure' (a clean exit is an outcome), 'never'. */
+  when: RestartWhen;
+  /** A caller's start that fails during the handshake is retried under the backoff before its caller is answered. */
+  retryFirstStart: boolean;
   /** Automatic attempts after a loss before giving up. */
   maxAttempts: number;
   /** Delay before the first automatic attempt, in ms. */
@@ -28,6 +33,8 @@ export interface RestartPolicy {
 }
 
 export const defaultRestartPolicy: RestartPolicy = Object.freeze({
+  when: 'always',
+  retryFirstStart: false,
   maxAttempts: 5,
   initialDelayMs: 1000,
   factor: 2,

@@ -42,6 +42,7 @@ export function agentInput(overrides: AgentInputOverrides = {}): AgentMachineInp
     jitterSeed: 42,
     failurePatterns: [],
     restartsHeld: false,
+    credentials: [],
     ...overrides,
     restart: { ...defaultRestartPolicy, ...overrides.restart },
   };

@@ -82,7 +82,7 @@ describe('tables', () => {
 
   it("of agents: pm2's columns, with - where there is nothing", () => {
     const now = 1_000_000;
-    const base = { displayName: 'X', attempt: 0, containment: null, agentInfo: null, agentCapabilities: null, authMethods: null, restarts: 0, sessions: 0 };
+    const base = { displayName: 'X', attempt: 0, containment: null, since: null, lastExit: null, restart: 'always' as const, credential: null, agentInfo: null, agentCapabilities: null, authMethods: null, restarts: 0, sessions: 0 };
     const agents: AgentRow[] = [
       { ...base, name: 'echo', status: 'connected', state: 'connected.stable', pid: 4242, connectedAt: now - 90_000, restarts: 2, sessions: 1, lastError: null, usage: { cpuPercent: 12.34, memoryBytes: 43_200_000, processes: 3, windowMs: 250 } },
       { ...base, name: 'codex', status: 'idle', state: 'idle', pid: null, connectedAt: null, lastError: { kind: 'not_installed', message: "Could not start Codex. Check that it's installed.", stderr: [] }, usage: null },
@@ -97,7 +97,7 @@ describe('tables', () => {
 
   it('never cuts a name in an 80-column terminal: the state and the last error give way', () => {
     const now = Date.now();
-    const base = { displayName: 'X', attempt: 0, containment: null, agentInfo: null, agentCapabilities: null, authMethods: null, restarts: 0, sessions: 0 };
+    const base = { displayName: 'X', attempt: 0, containment: null, since: null, lastExit: null, restart: 'always' as const, credential: null, agentInfo: null, agentCapabilities: null, authMethods: null, restarts: 0, sessions: 0 };
     const name = 'reviewer-for-the-payments-service-backend';
     const agents: AgentRow[] = [
       { ...base, name, status: 'disconnected', state: 'disconnected.gaveUp', pid: null, connectedAt: null, restarts: 12, sessions: 3, lastError: { kind: 'agent_exited', message: 'The agent exited with code 1 after the handshake', stderr: [] } },
