@@ -886,14 +886,12 @@ export const agentMachine = setup({
         },
       },
       on: {
-        'process.spawned': { actions: { type: 'recordSpawn', params: spawnOf }, description: 'The process being replaced had only just spawned.' },
         'process.exited': {
           target: '#agent.reconnecting.spawning',
           actions: [{ type: 'recordExit', params: exitOf }, 'releaseProcess'],
           description: 'The old process is gone: start the new one.',
         },
         'process.connectionClosed': { actions: 'markConnectionClosed', description: 'The ladder closed the stream: the ladder goes on, no other timer.' },
-        forceStop: { target: '.killing', description: 'A forced shutdown: SIGKILL now.' },
         ensure: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A restart is under way: wait for its outcome.' },
         reconnect: { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A restart is under way: wait for its outcome.' },
         'restart.request': { actions: { type: 'addStartRequest', params: requestIdOf }, description: 'A restart is under way: wait for its outcome.' },

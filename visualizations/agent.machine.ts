@@ -698,10 +698,6 @@ export const agentMachine = setup({
         },
       },
       on: {
-        'process.spawned': {
-          actions: { type: 'recordSpawn' },
-          description: 'The process being replaced had only just spawned.',
-        },
         'process.exited': {
           target: '#agent.reconnecting.spawning',
           actions: [{ type: 'recordExit' }, 'releaseProcess'],
@@ -711,7 +707,6 @@ export const agentMachine = setup({
           actions: 'markConnectionClosed',
           description: 'The ladder closed the stream: the ladder goes on, no other timer.',
         },
-        forceStop: { target: '.killing', description: 'A forced shutdown: SIGKILL now.' },
         ensure: {
           actions: { type: 'addStartRequest' },
           description: 'A restart is under way: wait for its outcome.',

@@ -330,3 +330,167 @@ describe('describe(name).since', () => {
     expect(env.supervisor.describe('fixture').since).toBe(1_005_000);
   });
 });
+
+describe('restart() and the outcome from every state that takes them', () => {
+  it('during a handshake, during a stop, and with no process after a failed start; refused for an unknown agent, at the agent limit and during shutdown', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, stateDir: false, maxAgents: 1, agents: { fixture: scripted({}, ['--ignore-sigterm']), missing: { command: 'agentvisor-no-such-command-x' }, other: fixtureSpec() } });
+    // During the handshake: that process goes down the ladder (it ignores SIGTERM: all the way), a new one starts.
+    const starting = env.supervisor.ensureAgent('fixture');
+    const restarted = env.supervisor.restart('fixture');
+    expect(env.supervisor.describe('fixture').state).toBe('restarting.closing');
+    // Every start asked for meanwhile waits for the restart's outcome.
+    const waiting = [env.supervisor.ensureAgent('fixture'), env.supervisor.reconnect('fixture'), env.supervisor.restart('fixture')];
+    clock.increment(5_000);
+    clock.increment(2_000);
+    clock.increment(2_000); // the SIGKILL's exit not seen yet: killTimeout releases it and starts anyway
+    const handle = await restarted;
+    await Promise.all([starting.catch(() => undefined), ...waiting]);
+    expect(env.supervisor.getStatus('fixture')).toBe('connected');
+    // During a stop: the stop finishes, then the start.
+    const stopping = env.supervisor.stop('fixture');
+    const afterStop = env.supervisor.restart('fixture');
+    clock.increment(5_000);
+    clock.increment(2_000);
+    await stopping;
+    const again = await afterStop;
+    expect(again.pid).not.toBe(handle.pid);
+    // A stop during a restart wins: the restart's caller is told stopped.
+    const interrupted = env.supervisor.restart('fixture');
+    expect(env.supervisor.describe('fixture').state).toBe('restarting.closing');
+    const stopped = env.supervisor.stop('fixture', { force: true });
+    expect((await rejection(interrupted)).kind).toBe('stopped');
+    await stopped;
+    // A failed start leaves no process: restart() starts it as reconnect() does.
+    expect((await rejection(env.supervisor.ensureAgent('missing'))).kind).toBe('not_installed');
+    expect((await rejection(env.supervisor.restart('missing'))).kind).toBe('not_installed');
+    expect((await rejection(env.supervisor.restart('nobody'))).kind).toBe('unknown_agent');
+    await env.supervisor.ensureAgent('other');
+    expect((await rejection(env.supervisor.restart('fixture'))).kind).toBe('limit_reached');
+    const shutdown = env.supervisor.shutdown();
+    expect((await rejection(env.supervisor.restart('other'))).kind).toBe('shutting_down');
+    await shutdown;
+  });
+
+  it('while reconnecting: waiting out a backoff (spawn now) and while spawning (the ladder, then a start)', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, stateDir: false, agents: { fixture: scripted() } });
+    const first = await env.supervisor.ensureAgent('fixture');
+    process.kill(first.pid!, 'SIGKILL');
+    await eventually(() => env.supervisor!.describe('fixture').state === 'reconnecting.waiting', 'the backoff');
+    await env.supervisor.restart('fixture');
+    // The next spawn never answers initialize: restart() while it is spawning.
+    env.files.control({ neverInitialize: true }, 'fixture.json');
+    process.kill(env.supervisor.describe('fixture').pid!, 'SIGKILL');
+    await eventually(() => env.supervisor!.describe('fixture').state === 'reconnecting.waiting', 'the second backoff');
+    clock.increment(1000);
+    await eventually(() => starts() === 3, 'the spawn that never answers');
+    expect(env.supervisor.describe('fixture').state).toBe('reconnecting.spawning');
+    env.files.control({}, 'fixture.json');
+    const handle = await env.supervisor.restart('fixture');
+    expect(starts()).toBe(4);
+    expect(handle.pid).toBe(env.supervisor.describe('fixture').pid);
+  });
+
+  it('parked in needsAuth or rateLimited, with its process (the ladder) and without (spawn now)', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, stateDir: false, agents: { fixture: scripted({}, ['--require-auth']), limited: fixtureSpec() } });
+    await env.supervisor.ensureAgent('fixture');
+    await rejection(env.supervisor.newSession('fixture'));
+    await waitForStatus(env.supervisor, 'fixture', 'needsAuth');
+    const restarting = env.supervisor.restart('fixture'); // its process goes down the ladder
+    expect(env.supervisor.describe('fixture').state).toBe('restarting.closing');
+    // A login asked for meanwhile runs once the new process has answered initialize.
+    await env.supervisor.authenticate('fixture', 'fixture-token');
+    await restarting;
+    expect(env.supervisor.getStatus('fixture')).toBe('connected');
+    expect(await (await env.supervisor.newSession('fixture')).prompt('logged in')).toBe('end_turn');
+    process.kill(env.supervisor.describe('fixture').pid!, 'SIGKILL'); // a new process: not logged in
+    await eventually(() => env.supervisor!.getStatus('fixture') === 'reconnecting', 'the loss');
+    clock.increment(1000);
+    await waitForStatus(env.supervisor, 'fixture', 'connected');
+    await rejection(env.supervisor.newSession('fixture'));
+    await waitForStatus(env.supervisor, 'fixture', 'needsAuth');
+    process.kill(env.supervisor.describe('fixture').pid!, 'SIGKILL');
+    await eventually(() => env.supervisor!.describe('fixture').pid === null, 'the parked process to be gone');
+    await env.supervisor.restart('fixture'); // no process: spawn now
+    expect(env.supervisor.getStatus('fixture')).toBe('connected');
+
+    await env.supervisor.ensureAgent('limited');
+    const session = await env.supervisor.newSession('limited');
+    const limit = command({ op: 'fail', code: -32603, message: '429 Too Many Requests, retry after 30s' });
+    await rejection(session.prompt(limit));
+    await waitForStatus(env.supervisor, 'limited', 'rateLimited');
+    await env.supervisor.restart('limited');
+    const next = await env.supervisor.newSession('limited');
+    await rejection(next.prompt(limit));
+    await waitForStatus(env.supervisor, 'limited', 'rateLimited');
+    process.kill(env.supervisor.describe('limited').pid!, 'SIGKILL');
+    await eventually(() => env.supervisor!.describe('limited').pid === null, 'the parked process to be gone');
+    await env.supervisor.restart('limited');
+    expect(env.supervisor.getStatus('limited')).toBe('connected');
+  });
+
+  it("an exited agent is started again by ensure, reconnect, restart and authenticate, and stopped by stop; a session already failed records the outcome", async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, stateDir: false, restart: { when: 'never' }, agents: { fixture: scripted({}, ['--require-auth']) } });
+    const exitNow = async () => {
+      process.kill(env.supervisor!.describe('fixture').pid!, 'SIGKILL');
+      await waitForStatus(env.supervisor!, 'fixture', 'exited');
+    };
+    await env.supervisor.ensureAgent('fixture');
+    await exitNow();
+    await env.supervisor.reconnect('fixture');
+    await exitNow();
+    await env.supervisor.restart('fixture');
+    await exitNow();
+    await env.supervisor.authenticate('fixture', 'fixture-token');
+    expect(env.supervisor.getStatus('fixture')).toBe('connected');
+    // A session whose turn already failed hears the outcome after its own failure.
+    const session = await env.supervisor.newSession('fixture');
+    await rejection(session.prompt(command({ op: 'fail', message: 'fixture: failed on purpose' })));
+    expect(session.status).toBe('failed');
+    await exitNow();
+    await eventually(() => session.lastError?.kind === 'agent_ended', 'the failed session to record the outcome');
+    await env.supervisor.ensureAgent('fixture');
+    await exitNow();
+    await env.supervisor.stop('fixture');
+    expect(env.supervisor.getStatus('fixture')).toBe('idle');
+  });
+});
+
+describe('credentials: a start that fails its login fails over before its caller is answered', () => {
+  it('the first set dies printing 401 during the handshake: the next set starts, and ensureAgent() resolves with it', async () => {
+    const clock = new SimulatedClock();
+    const refusing = env.files.control({ stderr: 'Error: 401 Unauthorized: invalid x-api-key', exitOnInitialize: true }, 'refusing.json');
+    const accepting = env.files.control({}, 'accepting.json');
+    env.supervisor = createSupervisor({
+      clock,
+      stateDir: false,
+      agents: {
+        fixture: fixtureSpec([], {
+          credentials: [
+            { name: 'expired', env: { FIXTURE_CONTROL_FILE: refusing } },
+            { name: 'fresh', env: { FIXTURE_CONTROL_FILE: accepting } },
+          ],
+        }),
+      },
+    });
+    await env.supervisor.ensureAgent('fixture');
+    expect(env.supervisor.describe('fixture').credential).toBe('fresh');
+  });
+});
+
+describe('no call waits on a hold, with retryFirstStart', () => {
+  it('a first start retried into an overload: the waiting caller\'s start runs and its failure answers it', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, stateDir: false, overload: { intensity: 0 }, agents: { fixture: scripted({ restart: { retryFirstStart: true } }) } });
+    env.files.control({ exitOnInitialize: true }, 'fixture.json');
+    const start = env.supervisor.ensureAgent('fixture');
+    await eventually(() => env.supervisor!.describe('fixture').state === 'reconnecting.waiting', 'the retry');
+    expect(env.supervisor.overloaded).toBe(true);
+    clock.increment(1000);
+    expect((await rejection(start)).kind).toBe('handshake_failed');
+    expect(starts()).toBe(3);
+  });
+});
