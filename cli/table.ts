@@ -72,6 +72,8 @@ const statusPaint: Record<string, keyof Omit<Style, 'enabled'>> = {
   starting: 'yellow',
   reconnecting: 'yellow',
   stopping: 'yellow',
+  restarting: 'yellow',
+  exited: 'dim',
   disconnected: 'red',
   needsAuth: 'red',
   rateLimited: 'red',

@@ -14,6 +14,10 @@ const name = text(200).min(1);
 const path = text(4096).min(1);
 
 export const authenticateBody = z.strictObject({ methodId: name, timeoutMs: z.number().int().min(1).max(2_147_483_647).optional() });
+/** `POST /v1/agents/:name/stop`: `force` sends SIGKILL to the agent's whole containment at once. */
+export const stopBody = z.strictObject({ force: z.boolean().optional() });
+/** `POST /v1/agents/:name/restart`: why, for the event log (`agent:restart`). */
+export const restartBody = z.strictObject({ reason: z.string().max(1000).optional() });
 
 export const openSessionBody = z.strictObject({
   agent: name,

@@ -11,6 +11,8 @@ import type { CancelBody, HealthBody, PromptResultBody, PromptStreamLine, Sessio
 import {
   absoluteCwd,
   authenticateBody,
+  restartBody,
+  stopBody,
   eventLogQuery,
   logsQuery,
   openSessionBody,
@@ -74,14 +76,13 @@ route('POST', '/v1/agents/:name/start', async ({ context, params, request }) => 
   return context.agents.row(params[0]!);
 });
 route('POST', '/v1/agents/:name/stop', async ({ context, params, request }) => {
-  await noBody(request);
-  await context.supervisor.stop(params[0]!);
+  const { force } = parseWith(stopBody, (await readJsonBody(request)) ?? {}, 'body');
+  await context.supervisor.stop(params[0]!, force ? { force: true } : {});
   return context.agents.row(params[0]!);
 });
 route('POST', '/v1/agents/:name/restart', async ({ context, params, request }) => {
-  await noBody(request);
-  await context.supervisor.stop(params[0]!);
-  await context.supervisor.ensureAgent(params[0]!);
+  const { reason } = parseWith(restartBody, (await readJsonBody(request)) ?? {}, 'body');
+  await context.supervisor.restart(params[0]!, reason === undefined ? {} : { reason });
   return context.agents.row(params[0]!);
 });
 route('POST', '/v1/agents/:name/authenticate', async ({ context, params, request }) => {

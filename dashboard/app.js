@@ -287,10 +287,28 @@ function createAgentRow({ name }) {
     pid: h('dd', { 'data-testid': 'agent-pid' }),
     restarts: h('dd', { 'data-testid': 'agent-restarts' }),
     sessions: h('dd', { 'data-testid': 'agent-sessions' }),
+    lastExit: h('dd', { 'data-testid': 'agent-last-exit' }),
+    credential: h('dd', { 'data-testid': 'agent-credential' }),
     error: h('p', { class: 'agent-error', 'data-testid': 'agent-error' }),
-    buttons: ['start', 'stop', 'restart'].map((action) => h('button', { type: 'button', 'data-action': action, 'data-agent': name, 'data-testid': `agent-${action}` }, action)),
+    // kill: stop with force (SIGKILL to the whole containment at once); it stays usable while a graceful stop waits.
+    buttons: ['start', 'stop', 'kill', 'restart'].map((action) =>
+      h('button', { type: 'button', 'data-action': action, 'data-agent': name, 'data-testid': `agent-${action}`, ...(action === 'kill' ? { title: 'stop at once: SIGKILL to all its processes' } : {}) }, action),
+    ),
   };
-  const facts = h('dl', { class: 'facts' }, h('dt', {}, 'pid'), parts.pid, h('dt', {}, 'restarts'), parts.restarts, h('dt', {}, 'sessions'), parts.sessions);
+  const facts = h(
+    'dl',
+    { class: 'facts' },
+    h('dt', {}, 'pid'),
+    parts.pid,
+    h('dt', {}, 'restarts'),
+    parts.restarts,
+    h('dt', {}, 'sessions'),
+    parts.sessions,
+    h('dt', {}, 'last exit'),
+    parts.lastExit,
+    h('dt', {}, 'credentials'),
+    parts.credential,
+  );
   parts.element = h('li', { class: 'agent', 'data-testid': 'agent-row', 'data-agent': name }, parts.name, parts.status, facts, parts.error, h('div', { class: 'agent-actions' }, parts.buttons));
   return parts;
 }
@@ -302,6 +320,11 @@ function updateAgentRow(parts, agent) {
   parts.name.title = agent.state ?? '';
   parts.status.textContent = agent.status;
   parts.status.className = `badge status-${agent.status}`;
+  parts.status.title = agent.since ? `since ${new Date(agent.since).toLocaleString()} · restart policy ${agent.restart ?? 'always'}` : '';
+  const exit = agent.lastExit;
+  parts.lastExit.textContent = exit ? (exit.signal ? exit.signal : `code ${exit.code ?? '?'}`) : '—';
+  parts.lastExit.title = exit ? new Date(exit.at).toLocaleString() : '';
+  parts.credential.textContent = agent.credential ?? '—';
   parts.pid.textContent = agent.pid ?? '—';
   parts.restarts.textContent = agent.restarts ?? 0;
   parts.sessions.textContent = agent.sessions ?? 0;
@@ -309,7 +332,7 @@ function updateAgentRow(parts, agent) {
   parts.error.hidden = !error;
   parts.error.textContent = error?.message ?? '';
   parts.error.title = error ? [error.kind, error.class].filter(Boolean).join(' · ') : '';
-  for (const button of parts.buttons) button.disabled = Boolean(agent.busy);
+  for (const button of parts.buttons) button.disabled = Boolean(agent.busy) && button.dataset.action !== 'kill';
 }
 
 function renderAgents() {
@@ -340,7 +363,7 @@ async function agentAction(name, action) {
   agent.busy = true;
   renderAgents();
   try {
-    const row = await api(`/v1/agents/${enc(name)}/${action}`, { method: 'POST' });
+    const row = action === 'kill' ? await api(`/v1/agents/${enc(name)}/stop`, { method: 'POST', body: { force: true } }) : await api(`/v1/agents/${enc(name)}/${action}`, { method: 'POST' });
     // The event stream has said all this already, maybe newer: the answer counts only without it.
     if (view.connection.dataset.state !== 'open') updateAgent(row);
   } catch (error) {
@@ -1044,7 +1067,7 @@ document.addEventListener('click', (event) => {
   else if (action === 'select-agent') selectAgent(agent);
   else if (action === 'select-session') selectSession(sessionId);
   else if (action === 'answer-permission') void answerPermission(permissionId, optionId);
-  else if (action === 'start' || action === 'stop' || action === 'restart') {
+  else if (action === 'start' || action === 'stop' || action === 'kill' || action === 'restart') {
     selectAgent(agent);
     void agentAction(agent, action);
   }

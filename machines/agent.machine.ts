@@ -772,6 +772,11 @@ export const agentMachine = setup({
               actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
               description: 'reconnect(): cancel the timer, reset the count, spawn now.',
             },
+            ensure: {
+              target: 'spawning',
+              actions: [{ type: 'addStartRequest', params: requestIdOf }, 'beginCallerStart'],
+              description: 'ensureAgent() (a session, a prompt): a caller does not wait out the backoff — its start runs now, and its outcome is the caller\'s.',
+            },
           },
         },
         held: {

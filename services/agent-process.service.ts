@@ -234,8 +234,10 @@ function notSpawned(stderr: StderrTail, failure: SpawnFailure): AgentProcess {
     stdin: new PassThrough(),
     stdout: new PassThrough(),
     stderr,
-    spawnFailure: Promise.resolve(failure),
-    exited: Promise.resolve({ exitCode: null, signal: null }),
+    // Told on a later turn of the event loop, as a real spawn's error is: the caller sees the
+    // agent starting first, whichever way the spawn fails.
+    spawnFailure: new Promise((resolve) => setImmediate(() => resolve(failure))),
+    exited: new Promise((resolve) => setImmediate(() => resolve({ exitCode: null, signal: null }))),
     isRunning: () => false,
     closeInput: () => {},
     signalGroup: () => {},

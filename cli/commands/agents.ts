@@ -49,20 +49,31 @@ export function registerDaemonCommands(program: Command): void {
       process.stdout.write(renderTable(body.agents, agentColumns(Date.now()), { width: process.stdout.isTTY ? process.stdout.columns : undefined, style: styleFor(process.stdout) }));
     });
 
-  const lifecycle = [
-    { name: 'start', doing: 'Starting', description: 'start an agent in the daemon (resolves once it is connected)' },
-    { name: 'stop', doing: 'Stopping', description: 'stop an agent in the daemon (resolves once its processes are gone)' },
-    { name: 'restart', doing: 'Restarting', description: 'stop and start an agent in the daemon' },
-  ] as const;
-  for (const { name, doing, description } of lifecycle) {
-    program
-      .command(name)
-      .description(description)
-      .argument('<agent>', 'the agent')
-      .addOption(formatOption())
-      // A stop with no daemon has nothing to stop: it starts none.
-      .action((agent: string, options: FormatOptions, command: Command) => agentAction(command, options, `${doing} ${agent}…`, agentPath(agent, `/${name}`), undefined, name !== 'stop'));
-  }
+  program
+    .command('start')
+    .description('start an agent in the daemon (resolves once it is connected)')
+    .argument('<agent>', 'the agent')
+    .addOption(formatOption())
+    .action((agent: string, options: FormatOptions, command: Command) => agentAction(command, options, `Starting ${agent}…`, agentPath(agent, '/start')));
+  program
+    .command('stop')
+    .description('stop an agent in the daemon (resolves once its processes are gone)')
+    .argument('<agent>', 'the agent')
+    .option('--force', 'SIGKILL its whole containment at once instead of the graceful ladder (for an agent that ignores SIGTERM)')
+    .addOption(formatOption())
+    // A stop with no daemon has nothing to stop: it starts none.
+    .action((agent: string, options: FormatOptions & { force?: boolean }, command: Command) =>
+      agentAction(command, options, `${options.force ? 'Killing' : 'Stopping'} ${agent}…`, agentPath(agent, '/stop'), options.force ? { force: true } : undefined, false),
+    );
+  program
+    .command('restart')
+    .description('restart an agent in the daemon: the stop ladder, then a start (its sessions are resumed as after a crash)')
+    .argument('<agent>', 'the agent')
+    .option('--reason <text>', "why, kept in the daemon's event log (GET /v1/events/log) as agent:restart")
+    .addOption(formatOption())
+    .action((agent: string, options: FormatOptions & { reason?: string }, command: Command) =>
+      agentAction(command, options, `Restarting ${agent}…`, agentPath(agent, '/restart'), options.reason === undefined ? undefined : { reason: options.reason }),
+    );
 
   program
     .command('auth')

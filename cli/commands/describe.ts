@@ -39,8 +39,11 @@ export function describeText(body: AgentDescribeBody, now: number, style: Style,
     [
       `${agent.name}${agent.displayName !== agent.name ? ` (${agent.displayName})` : ''}`,
       [
-        ['status', agent.status],
+        ['status', agent.since === null ? agent.status : `${agent.status} for ${formatDuration(Math.max(0, now - agent.since))}`],
         ['state', agent.state],
+        ['restart policy', agent.restart],
+        ['last exit', agent.lastExit ? `${agent.lastExit.signal ? `killed by ${agent.lastExit.signal}` : `code ${agent.lastExit.code ?? '?'}`} at ${new Date(agent.lastExit.at).toISOString()}` : '-'],
+        ...(agent.credential === null ? [] : [['credentials', agent.credential] as [string, string]]),
         ['pid', agent.pid === null ? '-' : String(agent.pid)],
         ['containment', agent.containment ?? (agent.pid === null ? '-' : 'process group')],
         ['uptime', agent.connectedAt === null ? '-' : `${formatDuration(now - agent.connectedAt)} (since ${new Date(agent.connectedAt).toISOString()})`],

@@ -36,6 +36,8 @@ beforeAll(async () => {
     fx: fixtureSpec(['--stderr', 'fx says hello']),
     busy: busySpec,
     envy: fixtureSpec([], { env: { SECRET_TOKEN: 'hunter2-not-for-your-eyes' }, handshakeTimeoutMs: 9000 }),
+    stubborn: fixtureSpec(['--ignore-sigterm']),
+    once: fixtureSpec(['--exit-after', '1500', '--exit-code', '0'], { restart: { when: 'on-failure' } }),
   };
   writeFileSync(files.path('agentvisor.config.json'), JSON.stringify({ agents }));
   serve = startCli(['--state-dir', stateDir(), '--config', files.path('agentvisor.config.json'), 'serve', '--port', '0'], { env, cwd: files.dir, timeout: 0 });
@@ -110,7 +112,7 @@ describe('pm2 habits', () => {
     const text = await cli('describe', 'envy');
     expect(text.exitCode).toBe(0);
     expect(text.stdout).toMatch(/^envy \(Fixture\)$/m);
-    expect(text.stdout).toMatch(/^ {2}status +connected$/m);
+    expect(text.stdout).toMatch(/^ {2}status +connected for \d+(\.\d+)?\s?\w+$/m);
     expect(text.stdout).toMatch(/^ {2}state +connected\.\w+$/m);
     expect(text.stdout).toMatch(/^ {2}pid +\d+$/m);
     expect(text.stdout).toMatch(/^ {2}memory +[\d.]+ MiB \(\d+ process(es)?\)$/m);
@@ -134,6 +136,32 @@ describe('pm2 habits', () => {
     const idle = JSON.parse((await cli('describe', 'codex', '--format', 'json')).stdout) as AgentDescribeBody;
     expect(idle.agent).toMatchObject({ status: 'idle', pid: null, usage: null });
     expect(idle.sessions).toEqual([]);
+  });
+
+  it('stop --force kills an agent that ignores SIGTERM without the ladder; restart --reason; an exit under on-failure is shown as exited', async () => {
+    expect((await cli('start', 'stubborn')).exitCode).toBe(0);
+    const started = Date.now();
+    const killed = await cli('stop', 'stubborn', '--force', '--format', 'json');
+    expect(killed.exitCode).toBe(0);
+    // The graceful ladder would wait shutdownTimeoutMs + killTimeoutMs (7 s) for this agent.
+    expect(Date.now() - started).toBeLessThan(6_000);
+    expect(JSON.parse(killed.stdout)).toMatchObject({ status: 'idle', lastExit: { signal: 'SIGKILL' } });
+
+    expect((await cli('restart', 'fx', '--reason', 'rotated its key')).exitCode).toBe(0);
+    const described = await cli('describe', 'fx');
+    expect(described.stdout).toMatch(/^ {2}restart policy +always$/m);
+    expect(described.stdout).toMatch(/^ {2}last exit +code 0 at \d{4}-/m);
+    expect(described.stdout).toMatch(/^ {2}status +connected for \d/m);
+
+    expect((await cli('start', 'once')).exitCode).toBe(0);
+    const deadline = Date.now() + 15_000;
+    let row: { status?: string; lastExit?: unknown } = {};
+    while (Date.now() < deadline && row.status !== 'exited') {
+      const list = JSON.parse((await cli('ls', '--format', 'json')).stdout) as AgentsBody;
+      row = list.agents.find((agent) => agent.name === 'once') ?? {};
+    }
+    expect(row).toMatchObject({ status: 'exited', lastExit: { code: 0, signal: null } });
+    expect((await cli('describe', 'once')).stdout).toMatch(/^ {2}restart policy +on-failure$/m);
   });
 
   it('describe of an unknown agent is the usual unknown_agent error, exit 2', async () => {

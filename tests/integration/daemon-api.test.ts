@@ -110,7 +110,9 @@ describe('bad input', () => {
       ['POST', '/v1/prompt', { body: { agent: 'fixture' } }, 400, 'invalid_request'],
       ['POST', '/v1/prompt', { body: { agent: 'fixture', text: 'hi', extra: true } }, 400, 'invalid_request'],
       ['POST', '/v1/prompt', { body: { agent: 'fixture', text: 'a\u0000b' } }, 400, 'invalid_request'],
-      ['POST', '/v1/agents/fixture/stop', { body: { force: true } }, 400, 'invalid_request'],
+      ['POST', '/v1/agents/fixture/stop', { body: { force: 'yes' } }, 400, 'invalid_request'],
+      ['POST', '/v1/agents/fixture/stop', { body: { now: true } }, 400, 'invalid_request'],
+      ['POST', '/v1/agents/fixture/restart', { body: { reason: 7 } }, 400, 'invalid_request'],
       ['GET', '/v1/sessions/nope/history?limit=0', {}, 400, 'invalid_request'],
       ['GET', '/v1/sessions/nope', {}, 404, 'session_not_found'],
       ['POST', '/v1/permissions/nope', { body: { optionId: 'allow' } }, 404, 'permission_not_found'],
@@ -167,6 +169,19 @@ describe('agents', () => {
     expect(isRunning(restarted.json.pid)).toBe(false);
     const list = await call(daemon, 'GET', '/v1/agents');
     expect(list.json.agents.map((agent: { name: string }) => agent.name)).toEqual(['fixture', 'missing']);
+  });
+
+  it('restarts with a reason (in the event log), stops with force, and says since, the restart policy and the last exit', async () => {
+    const started = await call(daemon, 'POST', '/v1/agents/fixture/start');
+    expect(started.json).toMatchObject({ restart: 'always', credential: null, since: expect.any(Number) });
+    const restarted = await call(daemon, 'POST', '/v1/agents/fixture/restart', { body: { reason: 'picked up a new key' } });
+    expect(restarted.json).toMatchObject({ status: 'connected', lastExit: { code: 0, signal: null, at: expect.any(Number) } });
+    const log = await call(daemon, 'GET', '/v1/events/log');
+    expect(JSON.stringify(log.json)).toContain('picked up a new key');
+    const killed = await call(daemon, 'POST', '/v1/agents/fixture/stop', { body: { force: true } });
+    // The fixture also exits by itself as its stdin closes: SIGKILL or that exit, whichever is first.
+    expect(killed.json).toMatchObject({ status: 'idle', lastExit: { at: expect.any(Number) } });
+    expect(isRunning(restarted.json.pid)).toBe(false);
   });
 
   it('passes an agent failure through with its kind and class', async () => {

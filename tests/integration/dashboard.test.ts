@@ -227,6 +227,22 @@ describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromiu
     await text.fill('');
   });
 
+  it('restarts an agent and kills one with a click; its row says the last exit', async () => {
+    const zeta = () => page.locator('[data-testid=agent-row][data-agent=zeta]');
+    await zeta().getByTestId('agent-start').click();
+    await poll(() => zeta().getByTestId('agent-status').textContent()).toBe('connected');
+    expect(await zeta().getByTestId('agent-last-exit').textContent()).toBe('—');
+    const firstPid = daemon!.supervisor.describe('zeta').pid;
+    await zeta().getByTestId('agent-restart').click();
+    await poll(() => zeta().getByTestId('agent-pid').textContent()).not.toBe(String(firstPid));
+    await poll(() => zeta().getByTestId('agent-status').textContent()).toBe('connected');
+    await poll(() => zeta().getByTestId('agent-last-exit').textContent()).toBe('code 0');
+    await zeta().getByTestId('agent-kill').click();
+    await poll(() => zeta().getByTestId('agent-status').textContent()).toBe('idle');
+    expect(await zeta().getByTestId('agent-last-exit').textContent()).toMatch(/^(SIGKILL|code 0)$/);
+    expect(await zeta().getByTestId('agent-credential').textContent()).toBe('—');
+  });
+
   it('refuses the page without its token, or with another', async () => {
     const other = await browser!.newPage();
     try {

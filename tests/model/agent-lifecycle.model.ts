@@ -257,6 +257,11 @@ export const agentLifecycleModel = setup({
               actions: ['resetAttempts', 'forbidRetries', emits()],
               description: 'reconnect(): cancel the timer, reset the counter, spawn now (a caller now owns the outcome).',
             },
+            ENSURE: {
+              target: 'spawning',
+              actions: ['resetAttempts', 'forbidRetries', emits()],
+              description: 'ensureAgent(): a caller does not wait out the backoff: spawn now, as reconnect() does (a caller now owns the outcome).',
+            },
           },
         },
         spawning: {
@@ -283,7 +288,7 @@ export const agentLifecycleModel = setup({
         },
       },
       on: {
-        ENSURE: { actions: emits(), description: 'ensureAgent(): waits for the in-flight recovery, no second process.' },
+        ENSURE: { actions: emits(), description: 'ensureAgent() while spawning: joins the start in flight, no second process.' },
         STOP: { ...stop, description: 'stop(): cancels the backoff timer / ends the process.' },
         SHUTDOWN: shutdown,
       },
