@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { ORPHAN_POLICIES } from '../daemon/daemon-types.js';
 import type { AgentSpec, SupervisorOptions } from '../index.js';
 import { CliError } from './cli-error.js';
 import { ExitCode } from './exit-codes.js';
@@ -51,6 +52,8 @@ export const configSchema = z.strictObject({
   killTimeoutMs: millis.optional(),
   store: z.enum(['sqlite', 'memory']).optional(),
   retention: z.strictObject({ sessions: retentionRule.optional(), transcript: retentionRule.optional(), stderr: retentionRule.optional(), events: retentionRule.optional() }).optional(),
+  /** What `serve` does at start with a crashed supervisor's leftovers (`serve --orphans` overrides it). */
+  orphans: z.enum(ORPHAN_POLICIES).optional(),
 });
 
 export type ConfigFile = z.output<typeof configSchema>;

@@ -55,6 +55,7 @@ const usageKinds = new Set([
   'payload_too_large',
   'session_not_found',
   'permission_not_found',
+  'orphan_not_found', // orphans --pid: a pid that is no leftover of a crashed supervisor
   'not_supported',
   'unsupported',
   'too_large',

@@ -10,6 +10,7 @@ import { registerDescribe } from './commands/describe.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerLogs } from './commands/logs.js';
 import { registerMonit } from './commands/monit.js';
+import { registerOrphans } from './commands/orphans.js';
 import { registerPermissions } from './commands/permissions.js';
 import { registerPrompt } from './commands/prompt.js';
 import { registerRun } from './commands/run.js';
@@ -46,6 +47,7 @@ function buildProgram(): Command {
   registerDoctor(program);
   registerStartup(program);
   registerMonit(program);
+  registerOrphans(program);
   return program;
 }
 

@@ -42,6 +42,9 @@ export const promptBody = z.strictObject({
 
 export const permissionAnswerBody = z.union([z.strictObject({ optionId: name }), z.strictObject({ cancel: z.literal(true) })]);
 
+/** `POST /v1/orphans/kill`: every leftover (no body, or no `pids`), or just these pids (at least one). */
+export const killOrphansBody = z.strictObject({ pids: z.array(z.number().int().min(1).max(2 ** 31 - 1)).min(1).max(10_000).optional() });
+
 /** `?after=&limit=` of the paged reads. */
 export const pageQuery = z.strictObject({
   after: z.coerce.number().int().min(0).optional(),

@@ -7,7 +7,8 @@
  * `?token=<token>` on the dashboard page and the WebSocket upgrade (a browser cannot set
  * headers there). Every error is a 4xx/5xx with an {@link ApiErrorBody}.
  */
-import type { AgentSpecSummary, AgentSummary, EventEntry, LogEntry, ResourceUsage, StoredSession, StoreStats, TranscriptEntry, WorkspaceInfo } from '../index.js';
+import type { AgentSpecSummary, AgentSummary, EventEntry, LogEntry, OrphanSweepResult, ResourceUsage, StoredSession, StoreStats, TranscriptEntry, WorkspaceInfo } from '../index.js';
+import type { StartupOrphanReport } from './daemon-types.js';
 
 /** The API version in every path: `/v1/...`. */
 export const API_VERSION = 'v1';
@@ -201,8 +202,21 @@ export interface DoctorBody {
   store: { kind: 'sqlite' | 'memory' | 'custom'; ok: boolean; stats: StoreStats | null; error: string | null };
 }
 
+/**
+ * `GET /v1/orphans`: what crashed supervisors left in the daemon's state directory now (the
+ * library's `sweepOrphans({ dryRun: true })`: `orphans` with pid, agent, `startedAt`, command;
+ * nothing killed), and what the daemon's start did with them (`startup`).
+ */
+export interface OrphansBody extends OrphanSweepResult {
+  dryRun: true;
+  startup: StartupOrphanReport;
+}
+
+/** `POST /v1/orphans/kill`: the sweep's result (`orphans` found, `killed`, `skipped`). */
+export type OrphansKillBody = OrphanSweepResult;
+
 /** Topics of the event stream: a client subscribes to some or all (`?topics=a,b`). */
-export const EVENT_TOPICS = ['status', 'state', 'errors', 'updates', 'permissions', 'logs', 'sessions'] as const;
+export const EVENT_TOPICS = ['status', 'state', 'errors', 'updates', 'permissions', 'logs', 'sessions', 'orphans'] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /**
@@ -235,6 +249,8 @@ export type ServerMessage = { at: number; t: string } & (
   | { type: 'permission:resolved'; id: string; agent: string; sessionId: string; outcome: PermissionAnswerBody['outcome'] }
   /** topic `logs`: an agent's stderr line. */
   | { type: 'log'; agent: string; line: string }
+  /** topic `orphans`: a sweep killed (or tried to kill) what crashed supervisors left — `POST /v1/orphans/kill`, or the start-up sweep under `'kill'`. */
+  | { type: 'orphans:swept'; result: OrphanSweepResult }
   /** The client read too slowly: this many messages were dropped for it. */
   | { type: 'dropped'; count: number }
 );

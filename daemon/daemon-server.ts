@@ -7,12 +7,13 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { resolve } from 'node:path';
 import { WebSocketServer } from 'ws';
-import { createSupervisor, toolStateDir, type Supervisor } from '../index.js';
+import { invalidOptions } from '../core/errors.js';
+import { createSupervisor, toolStateDir, type OrphanSweepResult, type Supervisor } from '../index.js';
 import { AgentWatch } from './agent-watch.js';
 import type { DoctorBody } from './api-types.js';
 import { addressUnavailable, daemonRunning } from './daemon-errors.js';
 import { readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
-import { DEFAULT_PORT, type Daemon, type DaemonOptions } from './daemon-types.js';
+import { DEFAULT_ORPHAN_POLICY, DEFAULT_PORT, ORPHAN_POLICIES, type Daemon, type DaemonOptions, type OrphanPolicy, type StartupOrphanReport } from './daemon-types.js';
 import { EventFeed, parseTopics } from './event-feed.js';
 import { baseHeaders, sendError, sendJson, type NdjsonStream } from './http-kit.js';
 import { dashboardPage, packageVersion } from './package-assets.js';
@@ -23,6 +24,7 @@ import { SessionDesk } from './session-desk.js';
 
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const supervisorOptions = options.supervisor ?? {};
+  const orphanPolicy = orphanPolicyOf(options);
   const stateDir = supervisorOptions.stateDir === false ? null : resolve(supervisorOptions.stateDir ?? toolStateDir());
   const writeFiles = (options.writeFiles ?? true) && stateDir !== null;
   if (writeFiles) refuseSecondDaemon(stateDir!);
@@ -37,11 +39,26 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let supervisor: Supervisor;
   try {
     // The daemon's state is the tools' own directory (the CLI finds it there), not a program's default.
-    supervisor = createSupervisor({ handleSignals: false, permissions: 'ask', ...supervisorOptions, stateDir: stateDir ?? false });
+    // The orphan policy decides the start-up sweep: 'kill' is the library's sweepOnStart.
+    supervisor = createSupervisor({ handleSignals: false, permissions: 'ask', ...supervisorOptions, sweepOnStart: orphanPolicy === 'kill', stateDir: stateDir ?? false });
   } catch (error) {
     server.close();
     throw error;
   }
+  // 'kill': the supervisor's own sweep, heard as it ends (emitted asynchronously: this listener is in time);
+  // 'report': a dry run, nothing killed. Awaited before the daemon files are written, so a client finds it done.
+  const startupSweep: Promise<OrphanSweepResult | null> =
+    orphanPolicy === 'kill'
+      ? new Promise((done) => {
+          const off = supervisor.on('orphans:swept', (result) => {
+            off();
+            done(result);
+          });
+        })
+      : orphanPolicy === 'report'
+        ? supervisor.sweepOrphans({ dryRun: true })
+        : Promise.resolve(null);
+  let startupOrphans: StartupOrphanReport = { policy: orphanPolicy, at: null, result: null };
 
   const startedAt = Date.now();
   const feed = new EventFeed();
@@ -66,6 +83,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     supervisor.on('session:status', ({ agent, sessionId, status }) => feed.publish('sessions', { type: 'session:status', agent, sessionId, status })),
     supervisor.on('agent:stderr', ({ agent, line }) => feed.publish('logs', { type: 'log', agent, line })),
     supervisor.on('agent:auth_prompt', ({ agent, methodId, urls }) => feed.publish('errors', { type: 'agent:auth_prompt', agent, methodId, urls })),
+    supervisor.on('orphans:swept', (result) => feed.publish('orphans', { type: 'orphans:swept', result })),
     permissions.listen({
       requested: (permission) => feed.publish('permissions', { type: 'permission:request', permission }),
       resolved: ({ id, agent, sessionId }, outcome) => feed.publish('permissions', { type: 'permission:resolved', id, agent, sessionId, outcome }),
@@ -88,6 +106,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     startedAt,
     streams,
     requestShutdown: () => void close(),
+    startupOrphans: () => startupOrphans,
   };
 
   server.on('request', (request, response) => {
@@ -130,6 +149,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   });
   server.on('clientError', (_error, socket) => socket.destroy());
 
+  try {
+    const result = await startupSweep;
+    startupOrphans = { policy: orphanPolicy, at: orphanPolicy === 'ignore' ? null : Date.now(), result };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+
   if (writeFiles) writeDaemonFiles(stateDir!, { pid: process.pid, host, port, url, startedAt, version: packageVersion }, token);
 
   async function close(): Promise<void> {
@@ -162,10 +189,28 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     token,
     stateDir,
     supervisor,
+    get orphans() {
+      return startupOrphans;
+    },
     dashboardUrl: `${url}/?token=${token}`,
     closed,
     close,
   };
+}
+
+/**
+ * The start's orphan policy (docs/http-api.md, "Orphans"): `invalid_options` naming the field
+ * for a value that is none of them, or when `supervisor.sweepOnStart` is given beside it.
+ */
+function orphanPolicyOf(options: DaemonOptions): OrphanPolicy {
+  const given: unknown = options.orphans;
+  const sweepOnStart = options.supervisor?.sweepOnStart;
+  if (given === undefined) return sweepOnStart === false ? 'ignore' : DEFAULT_ORPHAN_POLICY;
+  if (!(ORPHAN_POLICIES as readonly unknown[]).includes(given)) {
+    throw invalidOptions(`Option orphans: must be one of ${ORPHAN_POLICIES.map((policy) => `'${policy}'`).join(', ')} (got ${JSON.stringify(given) ?? String(given)})`);
+  }
+  if (sweepOnStart !== undefined) throw invalidOptions('Option orphans: give it or supervisor.sweepOnStart, not both (the orphan policy decides the start-up sweep)');
+  return given as OrphanPolicy;
 }
 
 /** Listens on host:port; resolves with the port bound (0 picks one). */

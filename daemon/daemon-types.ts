@@ -1,8 +1,27 @@
 /** The daemon's options and handle (daemon/daemon.ts is the entry). */
-import type { Supervisor, SupervisorOptions } from '../index.js';
+import type { OrphanSweepResult, Supervisor, SupervisorOptions } from '../index.js';
 
 /** The default port of `agentvisor serve`. */
 export const DEFAULT_PORT = 7433;
+
+/**
+ * What the daemon's start does with what a crashed supervisor left in its state directory
+ * (docs/containment.md, "Records and the orphan sweep"): `'kill'` sweeps it before the first
+ * agent starts (the library's `sweepOnStart`), `'report'` only lists it (a dry run: logged,
+ * and kept for `GET /v1/orphans`; nothing killed), `'ignore'` does neither.
+ */
+export const ORPHAN_POLICIES = ['kill', 'report', 'ignore'] as const;
+export type OrphanPolicy = (typeof ORPHAN_POLICIES)[number];
+
+/**
+ * The default: `'kill'`. A leftover's supervisor is gone, so nothing can talk to it any more
+ * (its stdio led to the dead process): it only holds CPU, memory, files and ports. The sweep
+ * kills only what a record names, by pid AND start time, of an owner that is gone, so it
+ * never touches another live supervisor's agents nor a reused pid; and a daemon restarted
+ * unattended (systemd's Restart=on-failure) must not pile up its predecessors' agents until a
+ * person looks. `'report'` is for an operator who wants to look first.
+ */
+export const DEFAULT_ORPHAN_POLICY: OrphanPolicy = 'kill';
 
 export interface DaemonOptions {
   /** The supervisor's options (agents, store, restart, ...); `stateDir` is where the daemon files go too. */
@@ -13,6 +32,21 @@ export interface DaemonOptions {
   port?: number;
   /** Write `daemon.json` and `daemon.token` into the state directory (default true). */
   writeFiles?: boolean;
+  /**
+   * What the start does with a crashed supervisor's leftovers: {@link OrphanPolicy}, default
+   * {@link DEFAULT_ORPHAN_POLICY}. It decides the supervisor's `sweepOnStart`, so the two are
+   * not given together; without it, `supervisor.sweepOnStart: false` means `'ignore'`.
+   */
+  orphans?: OrphanPolicy;
+}
+
+/** What the daemon's start did with a crashed supervisor's leftovers (`GET /v1/orphans` keeps it). */
+export interface StartupOrphanReport {
+  policy: OrphanPolicy;
+  /** When the start-up sweep (`'kill'`) or listing (`'report'`) was done (epoch ms); null under `'ignore'`. */
+  at: number | null;
+  /** What it found and killed (`'kill'`), or the dry run's listing, nothing killed (`'report'`); null under `'ignore'`. */
+  result: OrphanSweepResult | null;
 }
 
 export interface Daemon {
@@ -24,6 +58,8 @@ export interface Daemon {
   readonly supervisor: Supervisor;
   /** The dashboard's address, token included. */
   readonly dashboardUrl: string;
+  /** What its start did with a crashed supervisor's leftovers: done by the time `startDaemon()` resolves. */
+  readonly orphans: StartupOrphanReport;
   /** Resolves once the daemon has stopped (close(), or `POST /v1/shutdown`). */
   readonly closed: Promise<void>;
   /** Stops accepting requests, ends every stream, shuts the supervisor down, removes the daemon files. Idempotent. */

@@ -9,8 +9,9 @@
  *
  * `startDaemon()` rejects with an `AgentError` of one of the daemon's own kinds
  * (`DaemonErrorKind`: `daemon_running`, `address_unavailable`); importing this entry adds them
- * to `AgentErrorKind` (daemon/daemon-errors.ts).
+ * to `AgentErrorKind` (daemon/daemon-errors.ts). A bad option (`orphans`, the supervisor's) is
+ * `invalid_options`, before anything listens.
  */
-export { DEFAULT_PORT, type Daemon, type DaemonOptions } from './daemon-types.js';
+export { DEFAULT_ORPHAN_POLICY, DEFAULT_PORT, ORPHAN_POLICIES, type Daemon, type DaemonOptions, type OrphanPolicy, type StartupOrphanReport } from './daemon-types.js';
 export type { DaemonErrorKind } from './daemon-errors.js';
 export { startDaemon } from './daemon-server.js';

@@ -33,6 +33,7 @@ const statusByKind: Record<string, number> = {
   not_found: 404,
   unknown_agent: 404,
   session_not_found: 404,
+  orphan_not_found: 404,
   permission_not_found: 404,
   method_not_allowed: 405,
   session_busy: 409,

@@ -7,13 +7,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Supervisor } from '../index.js';
 import { describeAgent, rowsWithUsage, rowWithUsage, unwrittenSession } from './agent-describe.js';
 import type { AgentWatch } from './agent-watch.js';
-import type { CancelBody, HealthBody, PromptResultBody, PromptStreamLine, SessionRow } from './api-types.js';
+import type { StartupOrphanReport } from './daemon-types.js';
+import type { CancelBody, HealthBody, OrphansBody, OrphansKillBody, PromptResultBody, PromptStreamLine, SessionRow } from './api-types.js';
 import {
   absoluteCwd,
   authenticateBody,
   restartBody,
   stopBody,
   eventLogQuery,
+  killOrphansBody,
   logsQuery,
   openSessionBody,
   pageQuery,
@@ -43,6 +45,8 @@ export interface RouteContext {
   streams: Set<NdjsonStream>;
   /** Asks the daemon to close (after the answer is sent). */
   requestShutdown(): void;
+  /** What the daemon's start did with a crashed supervisor's leftovers. */
+  startupOrphans(): StartupOrphanReport;
 }
 
 interface Call {
@@ -166,6 +170,14 @@ route('GET', '/v1/events/log', async ({ context, url }) => {
   return { entries, next: entries.length === limit ? (entries.at(-1)?.seq ?? null) : null };
 });
 route('GET', '/v1/doctor', ({ context }) => doctorReport(context.supervisor, context.doctor, context.version));
+route('GET', '/v1/orphans', async ({ context }): Promise<OrphansBody> => {
+  const listed = await context.supervisor.sweepOrphans({ dryRun: true });
+  return { ...listed, dryRun: true, startup: context.startupOrphans() };
+});
+route('POST', '/v1/orphans/kill', async ({ context, request }): Promise<OrphansKillBody> => {
+  const { pids } = parseWith(killOrphansBody, (await readJsonBody(request)) ?? {}, 'body');
+  return context.supervisor.sweepOrphans(pids === undefined ? {} : { only: pids });
+});
 route('GET', '/v1/machines/:file', ({ params, response }) => {
   const svg = /^([A-Za-z]+)\.svg$/.exec(params[0]!)?.[1];
   const body = svg === undefined ? null : machineSvg(svg);

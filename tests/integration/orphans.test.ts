@@ -6,7 +6,7 @@
  * first spawn.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -15,6 +15,7 @@ import { AgentError, createSupervisor, type ContainmentKind, type OrphanSweepRes
 import type { AgentRecord } from '../../services/agent-records.service.js';
 import { startTimeOf } from '../../services/containment/proc-table.js';
 import { chooseContainment } from '../../services/containment/select.js';
+import { writeDeadOwnerRecord } from '../support/orphan-records.js';
 import { eventually, fixtureAgentScript, fixtureSpec, isRunning, useRealAgentEnvironment } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
@@ -49,26 +50,7 @@ const hostScript = `
 `;
 
 /** Writes a record as a crashed supervisor (owner: this process, with a start time it never had) would have. */
-function writeOrphanRecord(name: string, record: Partial<AgentRecord> & Pick<AgentRecord, 'wrapper'>): string {
-  const dir = join(stateDir(), 'processes');
-  mkdirSync(dir, { recursive: true });
-  const full: AgentRecord = {
-    version: 1,
-    agent: name,
-    command: 'sleep',
-    agentProcess: record.wrapper,
-    pgid: record.wrapper.pid,
-    sid: record.wrapper.pid,
-    containment: null,
-    handle: null,
-    owner: { pid: process.pid, startTime: startTimeOf(process.pid)! + 1 },
-    createdAt: new Date().toISOString(),
-    ...record,
-  };
-  const path = join(dir, `${name}.json`);
-  writeFileSync(path, JSON.stringify(full));
-  return path;
-}
+const writeOrphanRecord = (name: string, record: Partial<AgentRecord> & Pick<AgentRecord, 'wrapper'>) => writeDeadOwnerRecord(stateDir(), name, record);
 
 describe.each(hostKinds)('a crashed host, containment %s', (kind) => {
   it('leaves records from which a new supervisor kills every leftover process', async () => {

@@ -32,6 +32,7 @@ describe('exit codes', () => {
     ['invalid_options', undefined, 2],
     ['unknown_agent', undefined, 2],
     ['session_not_found', undefined, 2],
+    ['orphan_not_found', undefined, 2],
     ['not_supported', undefined, 2],
     ['aborted', undefined, 130],
     ['shutting_down', undefined, 6],
