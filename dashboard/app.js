@@ -31,6 +31,10 @@ const view = {
   agents: $('agents'),
   permissions: $('permissions'),
   permissionsEmpty: $('permissions-empty'),
+  orphans: $('orphans'),
+  orphansEmpty: $('orphans-empty'),
+  orphansPolicy: $('orphans-policy'),
+  orphansKillAll: $('orphans-kill-all'),
   sessions: $('sessions'),
   sessionsEmpty: $('sessions-empty'),
   sessionsAgent: $('sessions-agent'),
@@ -583,6 +587,68 @@ function resolvePermission(id, outcome) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Orphans: what a crashed supervisor left running (GET /v1/orphans, a listing that touches
+// nothing), killed one by one or all at once (POST /v1/orphans/kill)
+// ---------------------------------------------------------------------------------------------
+
+/** The leftovers as last listed, and the daemon's start-up policy. */
+const orphanState = { rows: [], policy: null, killing: new Set() };
+const orphanRows = new Map();
+
+/** Lists them again: on hello, after a sweep anyone made (`orphans:swept`), after a kill here. */
+const refreshOrphans = coalesced(async () => {
+  try {
+    const body = await api('/v1/orphans');
+    orphanState.rows = body.orphans;
+    orphanState.policy = body.startup?.policy ?? null;
+  } catch (error) {
+    showNotice(`Could not list the orphans: ${error.message}`);
+  }
+  renderOrphans();
+});
+
+function createOrphanRow(orphan) {
+  const kill = h('button', { type: 'button', 'data-action': 'kill-orphan', 'data-pid': orphan.pid, 'data-testid': 'orphan-kill', title: `SIGKILL what is left of pid ${orphan.pid}` }, 'kill');
+  const started = orphan.startedAt === null ? 'start unknown' : `started ${new Date(orphan.startedAt).toLocaleString()}`;
+  const left = [orphan.running ? null : 'its process is gone', orphan.container ? `container ${orphan.container}` : null].filter(Boolean).join(' · ');
+  const element = h(
+    'li',
+    { class: 'orphan', 'data-testid': 'orphan', 'data-pid': orphan.pid, 'data-agent': orphan.agent },
+    h('p', { class: 'orphan-title' }, `pid ${orphan.pid} · ${orphan.agent}${orphan.terminal ? ' (terminal)' : ''}`),
+    h('p', { class: 'muted orphan-command' }, orphan.command),
+    h('p', { class: 'muted' }, `${started} · left by pid ${orphan.owner}${left ? ` · ${left}` : ''}`),
+    h('div', { class: 'orphan-actions' }, kill),
+  );
+  return { element, kill };
+}
+
+function renderOrphans() {
+  renderKeyed(view.orphans, orphanRows, orphanState.rows, (orphan) => String(orphan.pid), createOrphanRow, (parts, orphan) => {
+    parts.kill.disabled = orphanState.killing.has(orphan.pid) || orphanState.killing.has('all');
+  });
+  view.orphansEmpty.hidden = orphanState.rows.length > 0;
+  view.orphansKillAll.hidden = orphanState.rows.length < 2;
+  view.orphansKillAll.disabled = orphanState.killing.size > 0;
+  view.orphansPolicy.textContent = orphanState.policy ? `· at start: ${orphanState.policy}` : '';
+}
+
+/** Kills the leftovers of `pids`, or every one (null); a pid that is no longer one is said, and the list is read again. */
+async function killOrphans(pids) {
+  const key = pids === null ? 'all' : pids[0];
+  orphanState.killing.add(key);
+  renderOrphans();
+  try {
+    const result = await api('/v1/orphans/kill', { method: 'POST', body: pids === null ? {} : { pids } });
+    showNotice(result.killed.length > 0 ? `Killed ${result.killed.map((killed) => `pid ${killed.pid} (${killed.agent})`).join(', ')}` : 'Nothing was left to kill.', 'info');
+  } catch (error) {
+    showNotice(`Could not kill: ${error.message}`);
+  } finally {
+    orphanState.killing.delete(key);
+    await refreshOrphans();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Sessions and transcripts
 // ---------------------------------------------------------------------------------------------
 
@@ -992,6 +1058,7 @@ function onMessage(message) {
       state.permissions = new Map();
       for (const row of message.permissions) addPermission(row);
       renderPermissions();
+      void refreshOrphans();
       resetFeeds();
       if (!state.selectedAgent || !state.agents.has(state.selectedAgent)) {
         state.selectedAgent = null;
@@ -1045,6 +1112,9 @@ function onMessage(message) {
     case 'log':
       liveLog(message.agent, { at: message.at, line: message.line });
       break;
+    case 'orphans:swept':
+      void refreshOrphans();
+      break;
     case 'dropped':
       showNotice(`${message.count} events were dropped (the page read too slowly); reloading.`, 'info');
       resetFeeds();
@@ -1063,6 +1133,7 @@ document.addEventListener('click', (event) => {
   const target = event.target instanceof Element ? event.target.closest('button') : null;
   if (!target) return;
   const { action, agent, sessionId, permissionId, optionId, zoom: zoomDirection } = target.dataset;
+  if (action === 'kill-orphan' || action === 'kill-orphans') return void killOrphans(action === 'kill-orphan' ? [Number(target.dataset.pid)] : null);
   if (zoomDirection) setZoom(zoomDirection);
   else if (action === 'select-agent') selectAgent(agent);
   else if (action === 'select-session') selectSession(sessionId);
@@ -1094,6 +1165,7 @@ if (!token) {
   showNotice('This page needs its token: open the address `agentvisor dashboard` prints.');
 } else {
   renderPermissions();
+  renderOrphans();
   renderSessions();
   renderTranscript();
   void loadStatechart();
