@@ -169,10 +169,11 @@ describe('logs and the event stream', () => {
     await events.next((message) => message.type === 'hello', 'hello');
     await call(daemon, 'POST', '/v1/agents/fixture/restart');
     const statuses = events.messages.filter((message) => message.type === 'agent:status' && message.agent === 'fixture').map((message) => message.status);
-    expect(statuses).toEqual(['stopping', 'idle', 'starting', 'connected']);
+    // A restart is the agent machine's own: the stop ladder in restarting, then a spawn (not a stop, then a start).
+    expect(statuses).toEqual(['restarting', 'reconnecting', 'connected']);
     const connected = events.messages.find((message) => message.type === 'agent:status' && message.status === 'connected');
     expect(connected.row).toMatchObject({ name: 'fixture', status: 'connected' });
-    expect(events.messages.filter((message) => message.type === 'agent:state').map((message) => message.state)).toEqual(expect.arrayContaining(['stopping.closing', 'idle', 'starting', 'connected.settling']));
+    expect(events.messages.filter((message) => message.type === 'agent:state').map((message) => message.state)).toEqual(expect.arrayContaining(['restarting.closing', 'reconnecting.spawning', 'connected.settling']));
     await events.next((message) => message.type === 'log' && message.line === 'hello log', 'log line');
 
     const opened = await call(daemon, 'POST', '/v1/sessions', { body: { agent: 'fixture' } });
