@@ -863,6 +863,8 @@ export const agentMachine = setup({
         stop: { target: '#agent.stopping', actions: { type: 'addStopRequest', params: requestIdOf }, description: 'stop() or shutdown; leaving cancels the backoff timer.' },
       },
     },
+    // The same rungs as stopping's ladder, written out again on purpose: Stately's parser reads
+    // state nodes only as literals here, so a shared object would hide them from the visualizer.
     restarting: {
       description: 'restart(): the graceful stop ladder (close ACP and stdin, SIGTERM, SIGKILL the group), then a start; the sessions stay, to be resumed as after a crash, and the workspace stays held.',
       entry: [{ type: 'reportStatus', params: { status: 'restarting' } }, 'cancelClosedStreamGrace', 'failSessions'],

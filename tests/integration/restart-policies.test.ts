@@ -20,6 +20,12 @@ function scripted(extra: Record<string, unknown> = {}, flags: string[] = []) {
 }
 const starts = () => env.files.pidLines('fixture.pids').length;
 
+/** A supervisor whose fixture agent has these credential sets: each a name and the control file its process reads. */
+function withCredentials(clock: SimulatedClock, sets: Array<[name: string, control: string]>) {
+  const credentials = sets.map(([name, control]) => ({ name, env: { FIXTURE_CONTROL_FILE: control } }));
+  return createSupervisor({ clock, stateDir: false, agents: { fixture: fixtureSpec([], { credentials }) } });
+}
+
 async function rejection(promise: Promise<unknown>): Promise<AgentError> {
   const error = await promise.then(
     () => null,
@@ -288,18 +294,10 @@ describe('credentials with failover', () => {
   it('when every set has failed, the agent parks as it would with one; a stop goes back to the first set', async () => {
     const clock = new SimulatedClock();
     const refusing = env.files.control({ requireAuth: true }, 'refusing.json');
-    env.supervisor = createSupervisor({
-      clock,
-      stateDir: false,
-      agents: {
-        fixture: fixtureSpec([], {
-          credentials: [
-            { name: 'a', env: { FIXTURE_CONTROL_FILE: refusing } },
-            { name: 'b', env: { FIXTURE_CONTROL_FILE: refusing } },
-          ],
-        }),
-      },
-    });
+    env.supervisor = withCredentials(clock, [
+      ['a', refusing],
+      ['b', refusing],
+    ]);
     await env.supervisor.ensureAgent('fixture');
     await rejection(env.supervisor.newSession('fixture'));
     await eventually(() => env.supervisor!.describe('fixture').credential === 'b' && env.supervisor!.getStatus('fixture') === 'connected', 'the failover');
@@ -464,18 +462,10 @@ describe('credentials: a start that fails its login fails over before its caller
     const clock = new SimulatedClock();
     const refusing = env.files.control({ stderr: 'Error: 401 Unauthorized: invalid x-api-key', exitOnInitialize: true }, 'refusing.json');
     const accepting = env.files.control({}, 'accepting.json');
-    env.supervisor = createSupervisor({
-      clock,
-      stateDir: false,
-      agents: {
-        fixture: fixtureSpec([], {
-          credentials: [
-            { name: 'expired', env: { FIXTURE_CONTROL_FILE: refusing } },
-            { name: 'fresh', env: { FIXTURE_CONTROL_FILE: accepting } },
-          ],
-        }),
-      },
-    });
+    env.supervisor = withCredentials(clock, [
+      ['expired', refusing],
+      ['fresh', accepting],
+    ]);
     await env.supervisor.ensureAgent('fixture');
     expect(env.supervisor.describe('fixture').credential).toBe('fresh');
   });
