@@ -54,6 +54,8 @@ export const configSchema = z.strictObject({
   retention: z.strictObject({ sessions: retentionRule.optional(), transcript: retentionRule.optional(), stderr: retentionRule.optional(), events: retentionRule.optional() }).optional(),
   /** What `serve` does at start with a crashed supervisor's leftovers (`serve --orphans` overrides it). */
   orphans: z.enum(ORPHAN_POLICIES).optional(),
+  /** Whether `serve` starts again what the last daemon ran (default true; `serve --no-restore` overrides it). */
+  restore: z.boolean().optional(),
 });
 
 export type ConfigFile = z.output<typeof configSchema>;

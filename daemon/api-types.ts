@@ -8,7 +8,7 @@
  * headers there). Every error is a 4xx/5xx with an {@link ApiErrorBody}.
  */
 import type { AgentSpecSummary, AgentSummary, EventEntry, LogEntry, OrphanSweepResult, ResourceUsage, StoredSession, StoreStats, TranscriptEntry, WorkspaceInfo } from '../index.js';
-import type { StartupOrphanReport } from './daemon-types.js';
+import type { RestoreReport, StartupOrphanReport } from './daemon-types.js';
 
 /** The API version in every path: `/v1/...`. */
 export const API_VERSION = 'v1';
@@ -57,6 +57,13 @@ export interface HealthBody {
   pid: number;
   startedAt: number;
   agents: number;
+  /**
+   * What the daemon's start restored of what the last daemon on its state directory ran:
+   * `state` `'restoring'` while agents of it are still starting (not the final state yet),
+   * `'done'`, or `'off'` (`restore: false`, `serve --no-restore`); each agent and named
+   * session with its outcome (`restored`, `failed` with the error, `skipped`).
+   */
+  restore: RestoreReport;
 }
 
 /** One agent as the API shows it: the library's summary plus the daemon's view. */
@@ -216,7 +223,7 @@ export interface OrphansBody extends OrphanSweepResult {
 export type OrphansKillBody = OrphanSweepResult;
 
 /** Topics of the event stream: a client subscribes to some or all (`?topics=a,b`). */
-export const EVENT_TOPICS = ['status', 'state', 'errors', 'updates', 'permissions', 'logs', 'sessions', 'orphans'] as const;
+export const EVENT_TOPICS = ['status', 'state', 'errors', 'updates', 'permissions', 'logs', 'sessions', 'orphans', 'restore'] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /**
@@ -251,6 +258,10 @@ export type ServerMessage = { at: number; t: string } & (
   | { type: 'log'; agent: string; line: string }
   /** topic `orphans`: a sweep killed (or tried to kill) what crashed supervisors left — `POST /v1/orphans/kill`, or the start-up sweep under `'kill'`. */
   | { type: 'orphans:swept'; result: OrphanSweepResult }
+  /** topic `restore`: an agent or named session of the last daemon could not be restored (`failed`), or was not tried (`skipped`), as it happens. */
+  | { type: 'restore:failed'; agent: string; session: { name: string; sessionId: string } | null; outcome: 'failed' | 'skipped'; error: { kind: string; message: string } }
+  /** topic `restore`: the start's restore has settled: the whole report (also `GET /v1/health`'s `restore`). */
+  | { type: 'restore:done'; restore: RestoreReport }
   /** The client read too slowly: this many messages were dropped for it. */
   | { type: 'dropped'; count: number }
 );

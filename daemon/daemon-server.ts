@@ -13,18 +13,21 @@ import { AgentWatch } from './agent-watch.js';
 import type { DoctorBody } from './api-types.js';
 import { addressUnavailable, daemonRunning } from './daemon-errors.js';
 import { readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
+import { DaemonStateFile } from './daemon-state-file.js';
 import { DEFAULT_ORPHAN_POLICY, DEFAULT_PORT, ORPHAN_POLICIES, type Daemon, type DaemonOptions, type OrphanPolicy, type StartupOrphanReport } from './daemon-types.js';
 import { EventFeed, parseTopics } from './event-feed.js';
 import { baseHeaders, sendError, sendJson, type NdjsonStream } from './http-kit.js';
 import { dashboardPage, packageVersion } from './package-assets.js';
 import { PermissionDesk } from './permission-desk.js';
 import { createGate, hostForUrl } from './request-gate.js';
+import { Restore } from './restore.js';
 import { dispatch, type RouteContext } from './routes.js';
 import { SessionDesk } from './session-desk.js';
 
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const supervisorOptions = options.supervisor ?? {};
   const orphanPolicy = orphanPolicyOf(options);
+  const restoreEnabled = restoreOf(options);
   const stateDir = supervisorOptions.stateDir === false ? null : resolve(supervisorOptions.stateDir ?? toolStateDir());
   const writeFiles = (options.writeFiles ?? true) && stateDir !== null;
   if (writeFiles) refuseSecondDaemon(stateDir!);
@@ -63,11 +66,23 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const startedAt = Date.now();
   const feed = new EventFeed();
   const permissions = new PermissionDesk(supervisor);
+  const stateFile = new DaemonStateFile(stateDir);
   const sessions = new SessionDesk({
     supervisor,
     permissions,
-    stateDir,
+    names: stateFile,
     onUpdate: (agent, sessionId, update) => feed.publish('updates', { type: 'session:update', agent, sessionId, update }, sessionId),
+    onChange: () => restoring.record(), // never called before the restore below exists: the desk holds no session yet
+  });
+  const log = options.log ?? ((line: string) => void process.stderr.write(`agentvisor daemon: ${line}\n`));
+  const restoring = new Restore({
+    supervisor,
+    desk: sessions,
+    file: stateFile,
+    enabled: restoreEnabled,
+    log,
+    failed: (item) => feed.publish('restore', { type: 'restore:failed', ...item }),
+    done: (report) => feed.publish('restore', { type: 'restore:done', restore: report }),
   });
   const agents = new AgentWatch(
     supervisor,
@@ -107,6 +122,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     streams,
     requestShutdown: () => void close(),
     startupOrphans: () => startupOrphans,
+    restore: () => restoring.report(),
   };
 
   server.on('request', (request, response) => {
@@ -157,10 +173,16 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     throw error;
   }
 
+  // After the orphan policy has run (the old processes are gone under 'kill'), and before the
+  // daemon files: a client that finds the daemon sees the restored agents starting, not idle.
+  // Not awaited: an agent that hangs in its handshake does not keep the daemon from serving.
+  restoring.begin();
+
   if (writeFiles) writeDaemonFiles(stateDir!, { pid: process.pid, host, port, url, startedAt, version: packageVersion }, token);
 
   async function close(): Promise<void> {
     closing ??= (async () => {
+      restoring.close(); // the shutdown's stops are not recorded: the next daemon restores what ran
       sessions.closeAll();
       try {
         await supervisor.shutdown();
@@ -192,6 +214,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     get orphans() {
       return startupOrphans;
     },
+    get restore() {
+      return restoring.report();
+    },
+    restored: restoring.done,
     dashboardUrl: `${url}/?token=${token}`,
     closed,
     close,
@@ -211,6 +237,14 @@ function orphanPolicyOf(options: DaemonOptions): OrphanPolicy {
   }
   if (sweepOnStart !== undefined) throw invalidOptions('Option orphans: give it or supervisor.sweepOnStart, not both (the orphan policy decides the start-up sweep)');
   return given as OrphanPolicy;
+}
+
+/** The start's restore option: a boolean, else `invalid_options` naming the field. */
+function restoreOf(options: DaemonOptions): boolean {
+  const given: unknown = options.restore;
+  if (given === undefined) return true;
+  if (typeof given !== 'boolean') throw invalidOptions(`Option restore: must be a boolean (got ${JSON.stringify(given) ?? String(given)})`);
+  return given;
 }
 
 /** Listens on host:port; resolves with the port bound (0 picks one). */

@@ -1,5 +1,5 @@
 /** The daemon's options and handle (daemon/daemon.ts is the entry). */
-import type { OrphanSweepResult, Supervisor, SupervisorOptions } from '../index.js';
+import type { AgentStatus, OrphanSweepResult, Supervisor, SupervisorOptions } from '../index.js';
 
 /** The default port of `agentvisor serve`. */
 export const DEFAULT_PORT = 7433;
@@ -38,6 +38,15 @@ export interface DaemonOptions {
    * not given together; without it, `supervisor.sweepOnStart: false` means `'ignore'`.
    */
   orphans?: OrphanPolicy;
+  /**
+   * Start again what the last daemon on this state directory ran — the agents a caller
+   * started and did not stop, and the named sessions open on them — once the orphan policy
+   * has run (default true; docs/cli.md, "Restore"). With false nothing is restored, and the
+   * list kept is what this daemon runs from now on.
+   */
+  restore?: boolean;
+  /** Where the daemon writes its log lines (what the restore did); default: stderr. */
+  log?: (line: string) => void;
 }
 
 /** What the daemon's start did with a crashed supervisor's leftovers (`GET /v1/orphans` keeps it). */
@@ -47,6 +56,54 @@ export interface StartupOrphanReport {
   at: number | null;
   /** What it found and killed (`'kill'`), or the dry run's listing, nothing killed (`'report'`); null under `'ignore'`. */
   result: OrphanSweepResult | null;
+}
+
+/**
+ * The agent statuses that count as running for the restore: a caller started the agent (a
+ * start, a prompt, a restart) and did not stop it, and its process did not end as an
+ * outcome. `disconnected` and the parked `needsAuth` and `rateLimited` count: the agent is
+ * wanted, and failed or waits — a new daemon is a new chance (a command installed, a login
+ * done since). Not counted: `idle` (never started, or stopped by a caller), `stopping` (a
+ * caller's stop under way; the daemon's own shutdown is not recorded), `exited` (its process
+ * ended and its restart policy says not to start it again).
+ */
+export const RESTORED_STATUSES: ReadonlySet<AgentStatus> = new Set<AgentStatus>(['starting', 'connected', 'disconnected', 'reconnecting', 'restarting', 'needsAuth', 'rateLimited']);
+
+/** How one agent or named session of the last daemon fared at this daemon's start. */
+export type RestoreOutcome =
+  /** Under way. */
+  | 'pending'
+  /** Started again (connected), or reopened. */
+  | 'restored'
+  /** Tried, and failed: `error` says why. */
+  | 'failed'
+  /** Not tried: the agent is no longer registered (the config changed), or its agent was not restored. */
+  | 'skipped';
+
+export interface RestoredAgent {
+  agent: string;
+  outcome: RestoreOutcome;
+  error: { kind: string; message: string } | null;
+}
+
+export interface RestoredSession {
+  agent: string;
+  name: string;
+  sessionId: string;
+  cwd: string;
+  outcome: RestoreOutcome;
+  error: { kind: string; message: string } | null;
+}
+
+/** What the daemon's start restored of what the last daemon ran (`GET /v1/health`'s `restore`). */
+export interface RestoreReport {
+  /** `'off'`: `restore: false`; `'restoring'`: under way (not every agent has settled yet); `'done'`. */
+  state: 'off' | 'restoring' | 'done';
+  /** When it began and ended (epoch ms); null when off, or not ended. */
+  startedAt: number | null;
+  finishedAt: number | null;
+  agents: RestoredAgent[];
+  sessions: RestoredSession[];
 }
 
 export interface Daemon {
@@ -60,6 +117,10 @@ export interface Daemon {
   readonly dashboardUrl: string;
   /** What its start did with a crashed supervisor's leftovers: done by the time `startDaemon()` resolves. */
   readonly orphans: StartupOrphanReport;
+  /** What its start restores of what the last daemon ran: now (it runs in the background: `state` says whether it is done). */
+  readonly restore: RestoreReport;
+  /** Resolves with the restore's report once every agent and session of it has settled (never rejects). */
+  readonly restored: Promise<RestoreReport>;
   /** Resolves once the daemon has stopped (close(), or `POST /v1/shutdown`). */
   readonly closed: Promise<void>;
   /** Stops accepting requests, ends every stream, shuts the supervisor down, removes the daemon files. Idempotent. */

@@ -9,9 +9,22 @@
  *
  * `startDaemon()` rejects with an `AgentError` of one of the daemon's own kinds
  * (`DaemonErrorKind`: `daemon_running`, `address_unavailable`); importing this entry adds them
- * to `AgentErrorKind` (daemon/daemon-errors.ts). A bad option (`orphans`, the supervisor's) is
+ * to `AgentErrorKind` (daemon/daemon-errors.ts). A bad option (`orphans`, `restore`, the supervisor's) is
  * `invalid_options`, before anything listens.
  */
-export { DEFAULT_ORPHAN_POLICY, DEFAULT_PORT, ORPHAN_POLICIES, type Daemon, type DaemonOptions, type OrphanPolicy, type StartupOrphanReport } from './daemon-types.js';
+export {
+  DEFAULT_ORPHAN_POLICY,
+  DEFAULT_PORT,
+  ORPHAN_POLICIES,
+  RESTORED_STATUSES,
+  type Daemon,
+  type DaemonOptions,
+  type OrphanPolicy,
+  type RestoredAgent,
+  type RestoredSession,
+  type RestoreOutcome,
+  type RestoreReport,
+  type StartupOrphanReport,
+} from './daemon-types.js';
 export type { DaemonErrorKind } from './daemon-errors.js';
 export { startDaemon } from './daemon-server.js';

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Supervisor } from '../index.js';
 import { describeAgent, rowsWithUsage, rowWithUsage, unwrittenSession } from './agent-describe.js';
 import type { AgentWatch } from './agent-watch.js';
-import type { StartupOrphanReport } from './daemon-types.js';
+import type { RestoreReport, StartupOrphanReport } from './daemon-types.js';
 import type { CancelBody, HealthBody, OrphansBody, OrphansKillBody, PromptResultBody, PromptStreamLine, SessionRow } from './api-types.js';
 import {
   absoluteCwd,
@@ -47,6 +47,8 @@ export interface RouteContext {
   requestShutdown(): void;
   /** What the daemon's start did with a crashed supervisor's leftovers. */
   startupOrphans(): StartupOrphanReport;
+  /** What the daemon's start restored of what the last daemon ran (under way, or done). */
+  restore(): RestoreReport;
 }
 
 interface Call {
@@ -69,7 +71,7 @@ const route = (method: 'GET' | 'POST', path: string, handler: Handler) => {
   routes.push({ method, path: pattern, handler });
 };
 
-route('GET', '/v1/health', ({ context }): HealthBody => ({ ok: true, version: context.version, pid: process.pid, startedAt: context.startedAt, agents: context.supervisor.list().length }));
+route('GET', '/v1/health', ({ context }): HealthBody => ({ ok: true, version: context.version, pid: process.pid, startedAt: context.startedAt, agents: context.supervisor.list().length, restore: context.restore() }));
 
 route('GET', '/v1/agents', async ({ context }) => ({ agents: await rowsWithUsage(context.supervisor, context.agents) }));
 route('GET', '/v1/agents/:name', ({ context, params }) => rowWithUsage(context.supervisor, context.agents, params[0]!));

@@ -1,15 +1,16 @@
 /**
  * The daemon's sessions: the ones it opened (by name or not), their prompt queues, and the
- * names kept in the state directory (`named-sessions.json`) so that a later daemon resumes
- * a named session with `session/load`. One prompt runs per session; the others wait in
- * order. Every update of every session the daemon holds is passed to `onUpdate`.
+ * names kept in the state directory (`daemon-state.json`) so that a later daemon resumes
+ * a named session with `session/load` — at its next prompt, or at start when it was open
+ * (`reopenNamed`, the restore). One prompt runs per session; the others wait in order.
+ * Every update of every session the daemon holds is passed to `onUpdate`.
  */
 import { realpathSync } from 'node:fs';
 import type { Session, Supervisor } from '../index.js';
 import { cannotResume } from '../core/errors.js';
 import type { PromptStreamLine, SessionRow } from './api-types.js';
 import { ApiError, errorBody } from './http-kit.js';
-import { NamedSessionFile } from './named-session-file.js';
+import type { DaemonStateFile, OpenNamedSession } from './daemon-state-file.js';
 import type { PermissionDesk } from './permission-desk.js';
 
 /** Where a prompt's lines go: a stream, or a collector for a plain JSON answer. */
@@ -32,9 +33,11 @@ interface HeldSession {
 export interface SessionDeskOptions {
   supervisor: Supervisor;
   permissions: PermissionDesk;
-  /** The state directory for the names; null keeps names in memory only. */
-  stateDir: string | null;
+  /** Where the names are kept (in memory only without a state directory). */
+  names: DaemonStateFile;
   onUpdate(agent: string, sessionId: string, update: unknown): void;
+  /** The named sessions it holds open changed (one opened, closed, renamed, let go). */
+  onChange?(): void;
 }
 
 type Opened = { held: HeldSession; opened: 'new' | 'existing' | 'resumed'; notice?: string };
@@ -43,10 +46,12 @@ export class SessionDesk {
   private readonly held = new Map<string, HeldSession>();
   /** Named sessions being opened: concurrent prompts to one name share one open. */
   private readonly opening = new Map<string, Promise<Opened>>();
-  private readonly names: NamedSessionFile;
+  /** Named sessions an earlier daemon had open, being reopened at start: a prompt to one waits for it. */
+  private readonly restoring = new Map<string, Promise<unknown>>();
+  private readonly names: DaemonStateFile;
 
   constructor(private readonly options: SessionDeskOptions) {
-    this.names = new NamedSessionFile(options.stateDir);
+    this.names = options.names;
   }
 
   /**
@@ -58,6 +63,9 @@ export class SessionDesk {
    */
   openNamed(agent: string, name: string, cwd: string | undefined, fresh = false): Promise<Opened> {
     const key = `${agent}\u0000${name}`;
+    // Reopened by the restore: once that settled (opened, or not), the name is looked at as usual.
+    const restoring = this.restoring.get(key);
+    if (restoring) return restoring.then(() => this.openNamed(agent, name, cwd, fresh));
     const inFlight = this.opening.get(key);
     if (inFlight) {
       // Shared with a concurrent open of that name: its session must suit this caller's cwd too.
@@ -69,6 +77,39 @@ export class SessionDesk {
     const opening = this.resolveNamed(agent, name, cwd, fresh).finally(() => this.opening.delete(key));
     this.opening.set(key, opening);
     return opening;
+  }
+
+  /**
+   * Reopens a named session an earlier daemon had open (the restore): the same session, in
+   * its directory — `session/resume` or `session/load` through the library (resumeSession
+   * when the store keeps it, else loadSession) — and holds it under its name. Never a new
+   * session in its place: a session the agent cannot reopen rejects (`not_supported`,
+   * `session_not_found`, ...), and the name is left as it was.
+   */
+  reopenNamed({ agent, name, sessionId, cwd }: OpenNamedSession): Promise<Session> {
+    const key = `${agent}\u0000${name}`;
+    const reopening = (async () => {
+      const stored = (await this.options.supervisor.sessions({ agent })).some((session) => session.sessionId === sessionId);
+      const session = stored ? await this.options.supervisor.resumeSession(sessionId, { agent, cwd }) : await this.options.supervisor.loadSession(agent, sessionId, { cwd });
+      if (!this.held.has(session.id)) this.hold(session, name);
+      return session;
+    })();
+    const settled = reopening.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.restoring.set(key, settled);
+    void settled.then(() => {
+      if (this.restoring.get(key) === settled) this.restoring.delete(key);
+    });
+    return reopening;
+  }
+
+  /** The named sessions it holds open (not closed or stopped; a failed one is resumed at its next prompt). */
+  openNamedSessions(): OpenNamedSession[] {
+    return [...this.held.values()]
+      .filter((held) => held.name !== null && held.session.status !== 'stopped')
+      .map((held) => ({ agent: held.session.agent, name: held.name!, sessionId: held.session.id, cwd: held.session.cwd }));
   }
 
   /** A new unnamed session, or (`resume`) the latest stored one of that agent and cwd. */
@@ -167,7 +208,10 @@ export class SessionDesk {
         notice = `Session "${name}" (${open.session.id}) could not be resumed (${(error as Error).message}); a new session was opened`;
       }
     }
-    if (open) open.name = null; // the name moves to the session opened below
+    if (open) {
+      open.name = null; // the name moves to the session opened below
+      this.options.onChange?.();
+    }
     const storedId = fresh || open ? undefined : this.names.idOf(agent, name);
     if (storedId) {
       const stored = (await this.options.supervisor.sessions({ agent })).find((session) => session.sessionId === storedId);
@@ -190,12 +234,14 @@ export class SessionDesk {
     const held: HeldSession = { session, name, queue: [], running: null, offUpdates };
     this.held.set(session.id, held);
     if (name !== null) this.names.set(session.agent, name, session.id);
+    this.options.onChange?.();
     return held;
   }
 
   private release(held: HeldSession): void {
     held.offUpdates();
     if (this.held.get(held.session.id) === held) this.held.delete(held.session.id);
+    this.options.onChange?.();
   }
 
   /** Runs the session's queued prompts one after the other. */

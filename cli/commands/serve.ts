@@ -2,7 +2,8 @@
  * `agentvisor serve`: the daemon in the foreground. A supervisor with the store (every
  * preset and every agent of the config) behind the HTTP API and the dashboard; SIGINT or
  * SIGTERM closes it (a second signal kills the agents at once), and so does
- * `agentvisor shutdown`. At start it deals with what a crashed supervisor left (`--orphans`).
+ * `agentvisor shutdown`. At start it deals with what a crashed supervisor left (`--orphans`),
+ * then starts again what the last daemon on the state directory ran (`--no-restore`: nothing).
  */
 import { Option, type Command } from 'commander';
 import type { Daemon } from '../../daemon/daemon.js';
@@ -18,6 +19,8 @@ interface ServeOptions {
   port?: number;
   host: string;
   orphans?: OrphanPolicy;
+  /** false with --no-restore; the config's `restore` otherwise. */
+  restore: boolean;
 }
 
 /** Adds `serve` to the program. */
@@ -32,6 +35,7 @@ export function registerServe(program: Command): void {
         ORPHAN_POLICIES,
       ),
     )
+    .option('--no-restore', "start none of the agents and named sessions the last daemon on this state directory ran (default: the config's restore, else they are started again)")
     .action((options: ServeOptions, command: Command) => serve(options, command));
 }
 
@@ -44,8 +48,18 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
   const { startDaemon } = await import('../../daemon/daemon.js'); // the daemon and the library: loaded only to serve
   const port = options.port ?? DEFAULT_PORT;
   const agents = await agentSpecs(config);
+  // --no-restore wins; without it, the config's restore (default true).
+  const restore = command.getOptionValueSource('restore') === 'cli' ? options.restore : (config.file.restore ?? true);
+  const time = () => new Date().toTimeString().slice(0, 8);
   const daemon = await start(config, () =>
-    startDaemon({ supervisor: { ...supervisorOptions(config), agents, stateDir, handleSignals: false }, host: options.host, port, orphans: options.orphans ?? config.file.orphans }),
+    startDaemon({
+      supervisor: { ...supervisorOptions(config), agents, stateDir, handleSignals: false },
+      host: options.host,
+      port,
+      orphans: options.orphans ?? config.file.orphans,
+      restore,
+      log: (line) => void process.stderr.write(`${err.dim(time())} ${line}\n`),
+    }),
   );
   const offEvents = narrate(daemon);
   let failClose!: (error: unknown) => void;

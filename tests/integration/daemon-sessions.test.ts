@@ -204,7 +204,8 @@ describe('a later daemon', () => {
     const plain = await streamLines(daemon, 'POST', '/v1/prompt', { agent: 'fixture', session: 'short', text: 'forget this' });
     await daemon.close();
 
-    daemon = await startDaemon(daemonOptions());
+    // restore: false: the name is resumed at its next prompt (the restore at start: daemon-restore.test.ts).
+    daemon = await startDaemon({ ...daemonOptions(), restore: false });
     const resumed = await streamLines(daemon, 'POST', '/v1/prompt', { agent: 'loader', session: 'long', text: 'and this' });
     expect(resumed[0]).toMatchObject({ type: 'session', sessionId: loaderSession, opened: 'resumed' });
     expect(resumed.at(-1)).toMatchObject({ type: 'done', text: 'and this' });

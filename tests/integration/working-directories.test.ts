@@ -90,7 +90,7 @@ describe('the daemon', () => {
   it('a later daemon refuses a stored named session in another directory, and resumes it in its own', async () => {
     const first = await streamLines(daemon, 'POST', '/v1/prompt', { agent: 'loader', session: 'kept', text: 'remember', cwd: dir('a') });
     await daemon.close();
-    daemon = await startDaemon(daemonOptions());
+    daemon = await startDaemon({ ...daemonOptions(), restore: false }); // resumed at its next prompt, not at start
     const elsewhere = await call(daemon, 'POST', '/v1/prompt', { body: { agent: 'loader', session: 'kept', text: 'here?', cwd: dir('b') } });
     expect(elsewhere.status).toBe(400);
     expect(elsewhere.json.error).toMatchObject({ kind: 'invalid_options', message: expect.stringContaining(`works in ${dir('a')}, not in ${dir('b')}`) });
