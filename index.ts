@@ -15,7 +15,7 @@ export type * from './api/public-types.js';
 // The values: classes, functions, defaults and machines, each from its own module.
 export { createSupervisor, Supervisor } from './api/supervisor.js';
 export { Session } from './api/session.js';
-export { defaultOptions, defaultOverload } from './api/options.js';
+export { defaultOptions, defaultOverload, existingDirectory } from './api/options.js';
 export { AgentError } from './core/errors.js';
 export { createMemoryStore, openSqliteStore, defaultRetention, storeFileName } from './runtime/store-choice.js';
 export { defaultStateDir, toolStateDir } from './runtime/state-dir.js';

@@ -14,6 +14,12 @@ export class CliError extends Error {
     readonly exitCode: ExitCodeValue,
     /** What to do about it, when there is something to say. */
     readonly hint?: string,
+    /**
+     * Its kind, printed on the error's last line (docs/cli.md, "Errors"): one of the library's or
+     * the daemon's when it is one of theirs (`unknown_agent`, `invalid_options`), else the
+     * CLI's own for its exit code (cli/report-error.ts, `cliKind`).
+     */
+    readonly kind?: string,
   ) {
     super(message);
   }

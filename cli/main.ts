@@ -18,7 +18,7 @@ import { registerServe } from './commands/serve.js';
 import { registerSessions } from './commands/sessions.js';
 import { registerStartup } from './commands/startup.js';
 import { ExitCode, exitCodesHelp } from './exit-codes.js';
-import { reportError } from './report-error.js';
+import { commanderErrorText, reportError } from './report-error.js';
 import { packageVersion } from './version.js';
 
 /** The program with every command; errors are thrown (exitOverride), never exit the process. */
@@ -31,6 +31,8 @@ function buildProgram(): Command {
     .option('--no-color', 'no colours (as NO_COLOR=1 does)')
     .option('--no-autostart', 'never start a daemon when none runs (as AGENTVISOR_NO_AUTOSTART=1 does)')
     .exitOverride()
+    // Commander's own errors (an unknown option, a bad choice) in the form of every other: `agentvisor: <message>`.
+    .configureOutput({ outputError: (text, write) => write(commanderErrorText(text)) })
     .showHelpAfterError('(add --help for usage)')
     .addHelpText('after', exitCodesHelp());
   program.hook('preAction', (_program, action) => {

@@ -1,5 +1,8 @@
 /** Options several commands share. */
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { InvalidArgumentError, Option } from 'commander';
+import { loadLibrary } from '../library.js';
 import { outputFormats, type OutputFormat } from '../output.js';
 
 /** `--format text|json|quiet` (default text). */
@@ -26,3 +29,22 @@ export function integerOption(name: string, min = 0, max = Number.MAX_SAFE_INTEG
 
 /** The largest TCP port. */
 export const maxPort = 65_535;
+
+/**
+ * The session's working directory, absolute: `--cwd` (against the current directory), else the
+ * current directory. A `--cwd` that is not an existing directory is refused with the library's
+ * own check, `existingDirectory()` (`invalid_options` naming the path, exit 2): `run` checks it
+ * before the agent starts, `prompt` before it asks a daemon (or starts one). A directory is
+ * let through without loading the library, so `prompt` stays quick.
+ */
+export async function sessionCwd(given: string | undefined): Promise<string> {
+  const absolute = resolve(given ?? process.cwd());
+  if (given === undefined) return absolute;
+  try {
+    if (statSync(absolute).isDirectory()) return absolute;
+  } catch {
+    // told below, in the library's words
+  }
+  const { existingDirectory } = await loadLibrary();
+  return existingDirectory(absolute, 'Option --cwd'); // named as the CLI sends it: absolute
+}

@@ -3,7 +3,6 @@
  * streams it; and `agentvisor cancel`: the running turn of a named session cancelled (and
  * its queued prompts dropped).
  */
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CancelBody, PromptStreamLine, SessionRow, SessionsBody } from '../../daemon/api-types.js';
 import { CliError } from '../cli-error.js';
@@ -15,7 +14,7 @@ import { printJson, styleFor } from '../output.js';
 import { describeToolCall } from '../permission-prompt.js';
 import { TurnPrinter } from '../turn-printer.js';
 import { connect } from './agents.js';
-import { formatOption, type FormatOptions } from './options.js';
+import { formatOption, sessionCwd, type FormatOptions } from './options.js';
 
 interface PromptOptions extends FormatOptions {
   session?: string;
@@ -54,12 +53,14 @@ export function registerPrompt(program: Command): void {
 }
 
 async function prompt(agent: string, text: string, options: PromptOptions, command: Command): Promise<void> {
+  // A --cwd that is no directory is refused here, before a daemon is asked (or started).
+  const cwd = await sessionCwd(options.cwd);
   const client = await connect(command);
   const printer = new TurnPrinter(options.format);
   const style = styleFor(process.stderr);
   const controller = new AbortController();
   // Always where the caller is (or --cwd, against it): the daemon resolves nothing against its own directory.
-  const body = { agent, text, ...(options.session ? { session: options.session } : {}), cwd: resolve(options.cwd ?? process.cwd()), ...(options.new ? { new: true } : {}) };
+  const body = { agent, text, ...(options.session ? { session: options.session } : {}), cwd, ...(options.new ? { new: true } : {}) };
   let sessionId: string | undefined;
   let started = false;
   let queued = false;

@@ -4,7 +4,6 @@
  * streams the answer, and is always shut down before the CLI exits: no agent process
  * outlives the command. SIGINT cancels the turn; a second one forces the shutdown.
  */
-import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import type { Supervisor } from '../../index.js';
 import { CliError } from '../cli-error.js';
@@ -17,7 +16,7 @@ import { isAgentError, loadLibrary } from '../library.js';
 import { startSpinner } from '../output.js';
 import { PermissionAsker, type PermissionMode } from '../permission-prompt.js';
 import { TurnPrinter } from '../turn-printer.js';
-import { formatOption, type FormatOptions } from './options.js';
+import { formatOption, sessionCwd, type FormatOptions } from './options.js';
 
 interface RunOptions extends FormatOptions {
   cwd?: string;
@@ -45,6 +44,8 @@ async function run(agent: string, words: string[], options: RunOptions, command:
   const { config, stateDir } = loadContext(command);
   const spec = await agentSpec(config, agent);
   if (!spec) throw unknownAgent(agent, config);
+  // Checked before anything starts: a --cwd that is no directory never spawns the agent.
+  const cwd = await sessionCwd(options.cwd);
   const { createSupervisor } = await loadLibrary();
   const text = await promptText(words, 'agentvisor run <agent> "<prompt>"');
   const mode: PermissionMode = options.approveAll ? 'allow' : options.denyAll ? 'deny' : 'ask';
@@ -64,7 +65,7 @@ async function run(agent: string, words: string[], options: RunOptions, command:
     again: () => void supervisor.shutdown({ force: true }).catch(() => undefined), // the shutdown in `finally` reports it
   });
   try {
-    await turn(supervisor, agent, text, options, printer, controller.signal, spec.displayName ?? agent);
+    await turn(supervisor, agent, text, cwd, options, printer, controller.signal, spec.displayName ?? agent);
     if (signal) throw interrupted(signal);
   } catch (error) {
     if (signal) throw interrupted(signal);
@@ -77,7 +78,7 @@ async function run(agent: string, words: string[], options: RunOptions, command:
 }
 
 /** Starts the agent, opens a session, sends the prompt and prints the turn. */
-async function turn(supervisor: Supervisor, agent: string, text: string, options: RunOptions, printer: TurnPrinter, signal: AbortSignal, displayName: string): Promise<void> {
+async function turn(supervisor: Supervisor, agent: string, text: string, cwd: string, options: RunOptions, printer: TurnPrinter, signal: AbortSignal, displayName: string): Promise<void> {
   const spinner = startSpinner(`Starting ${displayName}…`);
   try {
     await supervisor.ensureAgent(agent, { signal });
@@ -85,7 +86,7 @@ async function turn(supervisor: Supervisor, agent: string, text: string, options
   } finally {
     spinner.stop();
   }
-  const session = await supervisor.newSession(agent, { cwd: resolve(options.cwd ?? process.cwd()), signal });
+  const session = await supervisor.newSession(agent, { cwd, signal });
   printer.event({ type: 'session', agent, sessionId: session.id });
   session.on('update', (update) => printer.update(session.id, update));
   printer.event({ type: 'started', sessionId: session.id });
@@ -102,9 +103,11 @@ function openSupervisor(config: Config, create: () => Supervisor): Supervisor {
   }
 }
 
-/** The usage error for a name that is neither a preset nor in the config. */
+/**
+ * `unknown_agent` for a name that is neither a preset nor in the config: the library's words
+ * for it, as `start` or `prompt` relay them from the daemon (docs/cli.md, "Errors").
+ */
 export function unknownAgent(agent: string, config: Config): CliError {
-  const where = config.path ? `the presets or ${config.path}` : 'the presets (there is no config file)';
-  return new CliError(`No agent named "${agent}" in ${where}`, ExitCode.usage, `Known agents: ${agentNames(config).join(', ')}`);
+  const where = config.path ? `the presets and ${config.path}` : 'the presets (there is no config file)';
+  return new CliError(`No agent named "${agent}" is registered`, ExitCode.usage, `known agents, from ${where}: ${agentNames(config).join(', ')}`, 'unknown_agent');
 }
-

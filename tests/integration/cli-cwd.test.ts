@@ -6,7 +6,7 @@
  * and a named session asked for in another directory than its own is refused, not silently
  * used where it is.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionsBody } from '../../daemon/api-types.js';
 import { cliEnvironment, startCli, stopServe, waitForLine } from '../support/cli-process.js';
@@ -74,11 +74,30 @@ describe('prompt', () => {
 });
 
 describe('run and the config file', () => {
-  it('run --cwd that does not exist is a usage error naming it', async () => {
-    const missing = files.path('nope');
-    const result = await cli('run', 'fx', '--cwd', missing, 'hi');
+  it('run --cwd that does not exist, or is a file, is a usage error naming it, before the agent starts', async () => {
+    const config = files.path('conf/tracked.config.json');
+    writeFileSync(config, JSON.stringify({ agents: { tracked: fixtureSpec(['--pid-file', files.path('tracked.pids')]) } }));
+    writeFileSync(files.path('a-file'), 'not a directory');
+    for (const [given, named, problem] of [
+      [files.path('nope'), files.path('nope'), 'does not exist'],
+      ['a-file', files.path('a-file'), 'is not a directory'], // relative: against the CLI's directory
+    ] as const) {
+      const result = await startCli(['--state-dir', files.path('run-state'), '--config', config, 'run', 'tracked', '--cwd', given, 'hi'], { env, cwd: files.dir });
+      expect(result.exitCode).toBe(2);
+      expect(result.stderr).toContain(`cwd: ${named} ${problem}`);
+      expect(result.stderr).toContain('kind: invalid_options (exit 2)');
+    }
+    expect(files.pidLines('tracked.pids')).toEqual([]); // no agent process ran
+  });
+
+  it('prompt --cwd that does not exist is refused before a daemon is asked, or started', async () => {
+    const fresh = files.path('fresh-state');
+    const autostarting = { ...env, AGENTVISOR_NO_AUTOSTART: '' };
+    const result = await startCli(['--state-dir', fresh, 'prompt', 'echo', '--cwd', files.path('nope'), 'hi'], { env: autostarting, cwd: files.dir });
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toContain(`cwd: ${missing} does not exist`);
+    expect(result.stderr).toContain(`cwd: ${files.path('nope')} does not exist`);
+    expect(result.stderr).not.toContain('started a daemon');
+    expect(existsSync(`${fresh}/daemon.json`)).toBe(false);
   });
 
   it("an agent's cwd in the config is the config file's folder's; one that does not exist is a usage error for run and serve", async () => {
