@@ -3,6 +3,7 @@
  * `--no-color`), the config they lead to, and the state directory.
  */
 import type { Command } from 'commander';
+import { noteDaemonConfig } from '../daemon/daemon-files.js';
 import { loadConfig, resolveStateDir, type Config } from './config.js';
 
 /** The options every command takes (before or after its name). */
@@ -29,5 +30,6 @@ export function globalOptions(command: Command): GlobalOptions {
 export function loadContext(command: Command): Context {
   const globals = globalOptions(command);
   const config = loadConfig({ flag: globals.config });
+  noteDaemonConfig(config.path); // a daemon this process serves names its config in the registry
   return { config, stateDir: resolveStateDir(globals.stateDir, config) };
 }

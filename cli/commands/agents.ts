@@ -5,7 +5,8 @@
 import type { Command } from 'commander';
 import type { AgentRow, AgentsBody } from '../../daemon/api-types.js';
 import { CliError } from '../cli-error.js';
-import { globalOptions, loadContext } from '../context.js';
+import { globalOptions } from '../context.js';
+import { daemonContext } from '../daemon-discovery.js';
 import { autostartAllowed, startDaemonInBackground } from '../daemon-autostart.js';
 import { DaemonClient } from '../daemon-client.js';
 import { ExitCode } from '../exit-codes.js';
@@ -20,12 +21,16 @@ import { formatOption, integerOption, type FormatOptions } from './options.js';
  * `--no-autostart` or AGENTVISOR_NO_AUTOSTART says no: then exit 6 says how to start one.
  */
 export async function connect(command: Command, { autostart = true }: { autostart?: boolean } = {}): Promise<DaemonClient> {
-  const { config, stateDir } = loadContext(command);
+  // Autostart starts a daemon for the state dir this command names (else the default one), never for a registered one's.
+  const { config, stateDir } = daemonContext(command);
   try {
     return DaemonClient.connect(stateDir);
   } catch (error) {
     const noneRuns = error instanceof CliError && error.exitCode === ExitCode.noDaemon;
-    if (!noneRuns || !autostart || !autostartAllowed(globalOptions(command).autostart)) throw error;
+    if (!noneRuns || !autostart) throw error;
+    if (!autostartAllowed(globalOptions(command).autostart)) {
+      throw new CliError(error.message, ExitCode.noDaemon, error.hint ?? 'none is started on first use: AGENTVISOR_NO_AUTOSTART or --no-autostart says not to');
+    }
   }
   await startDaemonInBackground(stateDir, config);
   return DaemonClient.connect(stateDir);

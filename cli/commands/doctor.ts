@@ -12,7 +12,7 @@ import { doctorReport } from '../../daemon/doctor.js';
 import { CliError } from '../cli-error.js';
 import { agentSpecs, type Config } from '../config.js';
 import { loadLibrary } from '../library.js';
-import { loadContext } from '../context.js';
+import { daemonContext } from '../daemon-discovery.js';
 import { DaemonClient } from '../daemon-client.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson, styleFor } from '../output.js';
@@ -36,7 +36,7 @@ export function registerDoctor(program: Command): void {
     .description('check this host: agents installed, state dir, daemon, containment, store')
     .addOption(formatOption())
     .action(async (options: FormatOptions, command: Command) => {
-      const { config, stateDir } = loadContext(command);
+      const { config, stateDir } = daemonContext(command);
       const report = (await fromDaemon(stateDir, config)) ?? (await localReport(stateDir, config));
       if (options.format === 'json') return printJson(report);
       if (options.format === 'text') process.stdout.write(render(report));

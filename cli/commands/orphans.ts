@@ -9,7 +9,7 @@ import { Option, type Command } from 'commander';
 import type { OrphansBody } from '../../daemon/api-types.js';
 import type { OrphanProcess, OrphanSweepResult } from '../../index.js';
 import { CliError } from '../cli-error.js';
-import { loadContext } from '../context.js';
+import { daemonContext } from '../daemon-discovery.js';
 import { DaemonClient } from '../daemon-client.js';
 import { ExitCode } from '../exit-codes.js';
 import { loadLibrary } from '../library.js';
@@ -36,7 +36,7 @@ export function registerOrphans(program: Command): void {
     .option('--pid <pid>', 'kill just this one (repeat for more); a pid that is no leftover is refused, exit 2', (value: string, previous: number[] = []) => [...previous, parsePid(value)])
     .addOption(formatOption())
     .action(async (options: OrphansOptions, command: Command) => {
-      const { stateDir } = loadContext(command);
+      const { stateDir } = daemonContext(command);
       const style = styleFor(process.stdout);
       if (!options.kill && options.pid === undefined) {
         const listing = (await fromDaemon(stateDir, (client) => client.request<OrphansBody>('GET', '/v1/orphans'))) ?? { ...(await locally(stateDir, { dryRun: true })), startup: null };
