@@ -13,7 +13,7 @@
  * `named-sessions.json` (names only), is read when there is no `daemon-state.json`, and
  * removed once the new file is written.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 interface NamedSession {
@@ -94,13 +94,9 @@ export class DaemonStateFile {
     try {
       mkdirSync(join(this.path, '..'), { recursive: true, mode: 0o700 });
       const temporary = `${this.path}.${process.pid}.tmp`;
-      const fd = openSync(temporary, 'w', 0o600);
-      try {
-        writeSync(fd, `${JSON.stringify({ version: 2, sessions: this.entries, running: this.running }, null, 2)}\n`);
-        fsyncSync(fd); // whole on disk before the rename makes it the file
-      } finally {
-        closeSync(fd);
-      }
+      // No fsync: it would hold the event loop on every status change; a killed process loses
+      // nothing written (the kernel has it), and the rename never leaves half a file.
+      writeFileSync(temporary, `${JSON.stringify({ version: 2, sessions: this.entries, running: this.running }, null, 2)}\n`, { mode: 0o600 });
       renameSync(temporary, this.path);
       if (this.legacy) {
         rmSync(this.legacy, { force: true });
