@@ -30,7 +30,7 @@ describe('reportError', () => {
   it.each([
     ['unknown_agent', 'No agent named "x" is registered', 404, {}],
     ['not_installed', 'Could not start Codex', 500, { command: 'codex-acp', installHint: 'npm install -g @zed-industries/codex-acp' }],
-    ['auth_required', 'Codex needs a login', 401, { authMethods: [{ id: 'openai-api-key', name: 'OpenAI API key' }] }],
+    ['auth_required', 'Codex needs a login', 401, { authMethods: [{ id: 'openai-api-key', name: 'OpenAI API key' }] as Array<{ id: string; name: string }> }],
     ['handshake_timeout', 'The agent did not answer initialize in 30 s', 502, { class: 'transient' as const }],
   ] as const)('%s: the library error and the daemon body of it print the same', (kind, message, status, extra) => {
     const library = new AgentError(kind, message, { agent: 'x', ...extra });
