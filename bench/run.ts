@@ -1,9 +1,10 @@
 /**
  * `npm run bench` — every benchmark, or the named ones: `npm run bench -- handshake stream`.
- * `--smoke` runs them at their tiny smoke sizes. Each benchmark appends one JSON line to
- * bench/results/latest.jsonl ($BENCH_RESULTS overrides); a full run (no names) truncates the
- * file first. Prints a table at the end; exits 1 if a benchmark failed to run (a missed goal
- * is reported, not an error).
+ * `--smoke` runs them at their tiny smoke sizes; `--size=NAME` at a size a benchmark names
+ * in its `sizes` (e.g. `npm run bench -- chaos-soak --size=soak3m`). Each benchmark appends
+ * one JSON line to bench/results/latest.jsonl ($BENCH_RESULTS overrides); a full run (no
+ * names) truncates the file first. Prints a table at the end; exits 1 if a benchmark failed
+ * to run (a missed goal is reported, not an error).
  * The agents' environment: see lib/env.ts (NODE_EXTRA_CA_CERTS is dropped; BENCH_KEEP_ENV=1
  * keeps it).
  */
@@ -32,9 +33,17 @@ interface Entry<S> {
   run: (size: S, ctx: BenchContext) => Promise<BenchResult>;
   defaultSize: S;
   smokeSize: S;
+  /** Further sizes by name (`--size=NAME`). */
+  sizes: Record<string, S>;
 }
 
-const entry = <S>(name: string, run: Entry<S>['run'], module: { defaultSize: S; smokeSize: S }): Entry<S> => ({ name, run, defaultSize: module.defaultSize, smokeSize: module.smokeSize });
+const entry = <S>(name: string, run: Entry<S>['run'], module: { defaultSize: S; smokeSize: S; sizes?: Record<string, S> }): Entry<S> => ({
+  name,
+  run,
+  defaultSize: module.defaultSize,
+  smokeSize: module.smokeSize,
+  sizes: module.sizes ?? {},
+});
 
 /** Every benchmark, in the order a full run takes them. */
 export const benchmarks = [
@@ -56,6 +65,7 @@ export const benchmarks = [
 
 async function main(argv: string[]): Promise<number> {
   const smoke = argv.includes('--smoke');
+  const sizeName = argv.find((arg) => arg.startsWith('--size='))?.slice('--size='.length) ?? null;
   const names = argv.filter((arg) => !arg.startsWith('--'));
   const unknown = names.filter((name) => !benchmarks.some((b) => b.name === name));
   if (unknown.length > 0) {
@@ -63,6 +73,14 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const selected = names.length === 0 ? benchmarks : benchmarks.filter((b) => names.includes(b.name));
+  if (sizeName !== null) {
+    const without = selected.filter((b) => !Object.hasOwn(b.sizes, sizeName));
+    if (smoke || names.length === 0 || without.length > 0) {
+      const offering = benchmarks.filter((b) => Object.hasOwn(b.sizes, sizeName)).map((b) => b.name);
+      process.stderr.write(`--size=${sizeName} needs the benchmarks named that have it, without --smoke (${offering.length > 0 ? `it is ${offering.join(', ')}'s` : 'no benchmark has it'})\n`);
+      return 2;
+    }
+  }
   const resultsFile = defaultResultsFile;
   if (names.length === 0) truncateResults(resultsFile);
   const env = prepareAgentEnvironment();
@@ -73,7 +91,7 @@ async function main(argv: string[]): Promise<number> {
   const results: BenchResult[] = [];
   let failed = 0;
   for (const bench of selected) {
-    const size = smoke ? bench.smokeSize : bench.defaultSize;
+    const size = sizeName !== null ? bench.sizes[sizeName] : smoke ? bench.smokeSize : bench.defaultSize;
     ctx.log(`${bench.name} ${JSON.stringify(size)}`);
     const t0 = now();
     try {
