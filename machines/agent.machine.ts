@@ -187,6 +187,14 @@ export const agentMachine = setup({
      * start runs as a caller's start (never held), so no call waits on the hold.
      */
     heldWithWaitingStarts: ({ context }) => willRetry(context) && context.restartsHeld && context.startRequests.length > 0,
+    /**
+     * Callers joined the attempt that just failed (or the loss), and the policy retries after a
+     * backoff: they are answered now by that failure — a caller never waits out a backoff; its
+     * next call during the backoff starts the agent at once. Not under `retryFirstStart`,
+     * whose callers are answered by the final outcome.
+     */
+    answersWaitingCallers: ({ context }) =>
+      context.startRequests.length > 0 && willRetry(context) && !context.restartsHeld && !(context.restart.retryFirstStart && context.restart.when !== 'never'),
     /** Disconnected for good (no automatic retry follows) with starts, or an authenticate(), still waiting. */
     givesUpWithWaitingStarts: ({ context }) => !willRetry(context) && (context.startRequests.length > 0 || context.pendingAuthMethod !== null),
   },
@@ -608,6 +616,12 @@ export const agentMachine = setup({
             description: 'Lost while authenticate() ran beside the connection: its callers fail with the loss now (a restart would not log in).',
           },
           {
+            guard: 'hasStartRequests',
+            target: '#agent.reconnecting.spawning',
+            actions: [{ type: 'recordFailure', params: lossOf }, { type: 'recordExit', params: exitOf }, 'releaseProcess', 'reportFailure', 'failSessions', 'beginCallerStart'],
+            description: 'Lost while callers waited on its closing stream: their start runs now, not after a backoff, and its outcome is theirs.',
+          },
+          {
             target: 'disconnected',
             actions: [{ type: 'recordFailure', params: lossOf }, { type: 'recordExit', params: exitOf }, 'releaseProcess', 'allowAutoRetry', 'failSessions'],
             description: 'The process exited or its ACP stream closed: the agent was lost.',
@@ -702,6 +716,11 @@ export const agentMachine = setup({
           guard: 'exceedsIntensity',
           actions: ['giveUpForIntensity', 'reportFailure', { type: 'settleStarts', params: { outcome: 'lastError' } }],
           description: 'It would restart, but more than restart.intensity automatic restarts within periodMs: give up (restart_intensity).',
+        },
+        {
+          guard: 'answersWaitingCallers',
+          actions: { type: 'settleStarts', params: { outcome: 'lastError' } },
+          description: 'Callers waited on the attempt that failed (or on the loss): they are answered by it now, not after a backoff; the policy goes on without them.',
         },
         {
           guard: 'canRetry',

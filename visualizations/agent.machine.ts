@@ -92,6 +92,7 @@ export const agentMachine = setup({
     failsOver: () => true,
     failureFailsOver: () => true,
     heldWithWaitingStarts: () => true,
+    answersWaitingCallers: () => true,
     givesUpWithWaitingStarts: () => true,
   },
   actors: {
@@ -321,6 +322,19 @@ export const agentMachine = setup({
             description: 'Lost while authenticate() ran beside the connection: its callers fail with the loss now (a restart would not log in).',
           },
           {
+            guard: 'hasStartRequests',
+            target: '#agent.reconnecting.spawning',
+            actions: [
+              { type: 'recordFailure' },
+              { type: 'recordExit' },
+              'releaseProcess',
+              'reportFailure',
+              'failSessions',
+              'beginCallerStart',
+            ],
+            description: 'Lost while callers waited on its closing stream: their start runs now, not after a backoff, and its outcome is theirs.',
+          },
+          {
             target: 'disconnected',
             actions: [
               { type: 'recordFailure' },
@@ -461,6 +475,11 @@ export const agentMachine = setup({
             { type: 'settleStarts', params: { outcome: 'lastError' } },
           ],
           description: 'It would restart, but more than restart.intensity automatic restarts within periodMs: give up (restart_intensity).',
+        },
+        {
+          guard: 'answersWaitingCallers',
+          actions: { type: 'settleStarts', params: { outcome: 'lastError' } },
+          description: 'Callers waited on the attempt that failed (or on the loss): they are answered by it now, not after a backoff; the policy goes on without them.',
         },
         {
           guard: 'canRetry',

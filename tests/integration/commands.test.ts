@@ -105,7 +105,7 @@ describe('commands that join a start in flight', () => {
     expect(await joined).toMatchObject({ error: { kind: 'stopped' } });
   });
 
-  it.each(['ensureAgent', 'reconnect'] as const)('%s on an agent whose ACP stream just closed waits for the loss and the reconnect', async (method) => {
+  it.each(['ensureAgent', 'reconnect'] as const)('%s on an agent whose ACP stream just closed waits for the loss, then its own start runs at once (no backoff)', async (method) => {
     const clock = new SimulatedClock();
     env.supervisor = createSupervisor({ clock, agents: { fixture: fixtureSpec() } });
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
@@ -115,10 +115,10 @@ describe('commands that join a start in flight', () => {
     await eventually(() => agentActor.getSnapshot().context.connectionOpen === false, 'the stream to close');
     expect(agentState(env.supervisor, 'fixture'), 'the process still runs').toMatch(/^connected/);
     const joined = outcome(env.supervisor[method]('fixture'));
-    clock.increment(streamClosedGraceMs); // the grace runs on the supervisor's clock
-    await waitForAgentState(env.supervisor, 'fixture', 'reconnecting.waiting'); // killed after its grace
-    clock.increment(1_000);
+    clock.increment(streamClosedGraceMs); // the grace runs on the supervisor's clock: killed after it
+    // A caller never waits out a backoff: the loss goes straight to the caller's start, the clock untouched.
     const handle = (await joined) as { ok: { pid: number } };
+    expect(env.supervisor.describe('fixture').attempt, 'a caller\'s start: no automatic attempt counted').toBe(0);
     expect(handle.ok.pid).not.toBe(first.pid);
     expect(await turn).toMatchObject({ error: { kind: 'agent_exited' } });
   });

@@ -484,3 +484,25 @@ describe('no call waits on a hold, with retryFirstStart', () => {
     expect(starts()).toBe(3);
   });
 });
+
+describe('a caller never waits out a backoff', () => {
+  it('a caller that joined an automatic attempt is answered by its failure at once; the policy goes on without it', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ clock, stateDir: false, agents: { fixture: scripted() } });
+    const { pid } = await env.supervisor.ensureAgent('fixture');
+    env.files.control({ neverInitialize: true }, 'fixture.json');
+    process.kill(pid!, 'SIGKILL');
+    await eventually(() => env.supervisor!.describe('fixture').state === 'reconnecting.waiting', 'the backoff');
+    clock.increment(1000);
+    await eventually(() => starts() === 2, 'the automatic spawn');
+    const joined = env.supervisor.ensureAgent('fixture');
+    process.kill(env.supervisor.describe('fixture').pid!, 'SIGKILL'); // the attempt it joined fails
+    expect((await rejection(joined)).kind).toBe('handshake_failed');
+    await eventually(() => env.supervisor!.describe('fixture').state === 'reconnecting.waiting', 'the next backoff');
+    expect(env.supervisor.describe('fixture').attempt).toBe(2);
+    // Its next call during the backoff starts the agent at once.
+    env.files.control({}, 'fixture.json');
+    const handle = await env.supervisor.ensureAgent('fixture');
+    expect(handle.pid).toBe(env.supervisor.describe('fixture').pid);
+  });
+});

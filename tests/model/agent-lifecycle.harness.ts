@@ -66,6 +66,9 @@ const parkingStderr: Partial<Record<LifecycleModelEvent['type'], string>> = {
 };
 
 const agentName = 'fixture';
+
+/** The events by which an attempt fails. */
+const failureEvents: ReadonlySet<string> = new Set(['HANDSHAKE_FAILS', 'HANDSHAKE_TIMES_OUT', 'PROCESS_CRASHES', 'SPAWN_FAILS_ENOENT']);
 /** How paths show the model context: the attempt counter when it is not 0. */
 export const showAttempt = (context: Record<string, unknown>) => (context.attempt ? `attempt ${context.attempt}` : '');
 const isHandshake = (state: ModelSnapshot) => state.matches('starting') || state.matches('authStarting') || state.matches({ reconnecting: 'spawning' });
@@ -376,14 +379,17 @@ export class LifecycleRun extends ModelRun {
    * Callers that did not wait (ensureAgent / reconnect / authenticate while starting or
    * reconnecting) learn the outcome with the state: the connection once connected,
    * lastError once disconnected or parked (a refused authenticate(): auth_required),
-   * `stopped` once idle. In every other state they must still be waiting — an automatic
-   * attempt that fails and retries is not their failure.
+   * `stopped` once idle, and the attempt's failure when the attempt they joined failed and the
+   * policy waits a backoff before the next (a caller never waits out a backoff). In every
+   * other state they must still be waiting.
    */
   private async checkCallers(state: ModelSnapshot): Promise<void> {
     const summary = this.summary;
+    // A failed attempt that the policy retries after a backoff answers the callers that joined it.
+    const failedIntoBackoff = state.matches({ reconnecting: 'waiting' }) && failureEvents.has(this.path.steps[this.index]!.event.type);
     const outcome: Call['outcome'] = state.matches('connected')
       ? { status: 'resolved', pid: summary.pid! }
-      : state.matches('disconnected') || isParked(state)
+      : state.matches('disconnected') || isParked(state) || failedIntoBackoff
         ? { status: 'rejected', kind: summary.lastError!.kind }
         : state.matches('idle') || state.matches('shutDown')
           ? { status: 'rejected', kind: 'stopped' }
