@@ -168,3 +168,23 @@ function unreachable(stateDir: string, info: DaemonInfo, error: Error): CliError
     `daemon.json names pid ${info.pid} at ${info.url}, but nothing answers there (${error.message})`,
   );
 }
+
+/**
+ * What `ask` gets from the daemon of `stateDir`, or null when no daemon answers there (none
+ * runs, or its files are stale): for commands that work with or without one (doctor, orphans)
+ * and never start one.
+ */
+export async function askRunningDaemon<T>(stateDir: string, ask: (client: DaemonClient) => Promise<T>): Promise<T | null> {
+  let client: DaemonClient;
+  try {
+    client = DaemonClient.connect(stateDir);
+  } catch {
+    return null;
+  }
+  try {
+    return await ask(client);
+  } catch (error) {
+    if (error instanceof CliError && error.exitCode === ExitCode.noDaemon) return null;
+    throw error;
+  }
+}

@@ -163,7 +163,8 @@ export function runningDaemons(env: NodeJS.ProcessEnv = process.env): DaemonRegi
   return running.sort((a, b) => a.startedAt - b.startedAt);
 }
 
-function processAlive(pid: number): boolean {
+/** Whether `pid` runs (EPERM: it does, as another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -12,7 +12,7 @@ import { createSupervisor, toolStateDir, type OrphanSweepResult, type Supervisor
 import { AgentWatch } from './agent-watch.js';
 import type { DoctorBody } from './api-types.js';
 import { addressUnavailable, daemonRunning } from './daemon-errors.js';
-import { readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
+import { processAlive, readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
 import { DaemonStateFile } from './daemon-state-file.js';
 import { DEFAULT_ORPHAN_POLICY, DEFAULT_PORT, ORPHAN_POLICIES, type Daemon, type DaemonOptions, type OrphanPolicy, type StartupOrphanReport } from './daemon-types.js';
 import { EventFeed, parseTopics } from './event-feed.js';
@@ -262,15 +262,6 @@ function listen(server: Server, host: string, port: number): Promise<number> {
 /** Refuses to start when a live daemon already owns the state directory (stale files are replaced). */
 function refuseSecondDaemon(stateDir: string): void {
   const existing = readDaemonFiles(stateDir);
-  if (!existing || existing.info.pid === process.pid || !isAlive(existing.info.pid)) return;
+  if (!existing || existing.info.pid === process.pid || !processAlive(existing.info.pid)) return;
   throw daemonRunning(stateDir, existing.info);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

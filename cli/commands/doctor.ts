@@ -9,12 +9,10 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { DoctorBody, DoctorPreset } from '../../daemon/api-types.js';
 import { doctorReport } from '../../daemon/doctor.js';
-import { CliError } from '../cli-error.js';
 import { agentSpecs, type Config } from '../config.js';
 import { loadLibrary } from '../library.js';
 import { daemonContext } from '../daemon-discovery.js';
-import { DaemonClient } from '../daemon-client.js';
-import { ExitCode } from '../exit-codes.js';
+import { askRunningDaemon } from '../daemon-client.js';
 import { printJson, styleFor } from '../output.js';
 import { packageVersion } from '../version.js';
 import { formatOption, type FormatOptions } from './options.js';
@@ -44,20 +42,11 @@ export function registerDoctor(program: Command): void {
 }
 
 /** The daemon's report, or null when no daemon answers for `stateDir`. */
-async function fromDaemon(stateDir: string, config: Config): Promise<DoctorReport | null> {
-  let client: DaemonClient;
-  try {
-    client = DaemonClient.connect(stateDir);
-  } catch {
-    return null;
-  }
-  try {
+function fromDaemon(stateDir: string, config: Config): Promise<DoctorReport | null> {
+  return askRunningDaemon(stateDir, async (client) => {
     const body = await client.request<DoctorBody>('GET', '/v1/doctor');
     return { ...body, config: config.path, daemon: { url: client.info.url, pid: client.info.pid } };
-  } catch (error) {
-    if (error instanceof CliError && error.exitCode === ExitCode.noDaemon) return null; // stale files: nothing answers
-    throw error;
-  }
+  });
 }
 
 /** The checks the CLI makes by itself: the agents on PATH, and the containment and store a supervisor here would get. */

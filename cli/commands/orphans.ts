@@ -8,10 +8,8 @@
 import { Option, type Command } from 'commander';
 import type { OrphansBody } from '../../daemon/api-types.js';
 import type { OrphanProcess, OrphanSweepResult } from '../../index.js';
-import { CliError } from '../cli-error.js';
 import { daemonContext } from '../daemon-discovery.js';
-import { DaemonClient } from '../daemon-client.js';
-import { ExitCode } from '../exit-codes.js';
+import { askRunningDaemon } from '../daemon-client.js';
 import { loadLibrary } from '../library.js';
 import { formatDuration, printJson, styleFor } from '../output.js';
 import { renderTable, type Column } from '../table.js';
@@ -39,14 +37,14 @@ export function registerOrphans(program: Command): void {
       const { stateDir } = daemonContext(command);
       const style = styleFor(process.stdout);
       if (!options.kill && options.pid === undefined) {
-        const listing = (await fromDaemon(stateDir, (client) => client.request<OrphansBody>('GET', '/v1/orphans'))) ?? { ...(await locally(stateDir, { dryRun: true })), startup: null };
+        const listing = (await askRunningDaemon(stateDir, (client) => client.request<OrphansBody>('GET', '/v1/orphans'))) ?? { ...(await locally(stateDir, { dryRun: true })), startup: null };
         if (options.format === 'json') return printJson(listing);
         if (options.format === 'quiet') return void process.stdout.write(listing.orphans.map((orphan) => `${orphan.pid}\n`).join(''));
         return void process.stdout.write(renderListing(listing, stateDir));
       }
       const only = options.pid === undefined ? undefined : [...new Set(options.pid)];
       const result =
-        (await fromDaemon(stateDir, (client) => client.request<OrphanSweepResult>('POST', '/v1/orphans/kill', { body: only === undefined ? {} : { pids: only } }))) ??
+        (await askRunningDaemon(stateDir, (client) => client.request<OrphanSweepResult>('POST', '/v1/orphans/kill', { body: only === undefined ? {} : { pids: only } }))) ??
         (await locally(stateDir, only === undefined ? {} : { only }));
       if (options.format === 'json') return printJson(result);
       if (options.format === 'quiet') return void process.stdout.write(result.killed.map((killed) => `${killed.pid}\n`).join(''));
@@ -54,21 +52,6 @@ export function registerOrphans(program: Command): void {
     });
 }
 
-/** The daemon's answer, or null when no daemon answers for `stateDir` (none runs, or its files are stale). */
-async function fromDaemon<T>(stateDir: string, ask: (client: DaemonClient) => Promise<T>): Promise<T | null> {
-  let client: DaemonClient;
-  try {
-    client = DaemonClient.connect(stateDir);
-  } catch {
-    return null;
-  }
-  try {
-    return await ask(client);
-  } catch (error) {
-    if (error instanceof CliError && error.exitCode === ExitCode.noDaemon) return null;
-    throw error;
-  }
-}
 
 /** The sweep (or dry run) by a supervisor of this process, with no agents, no store and no start-up sweep. */
 async function locally(stateDir: string, options: { dryRun?: boolean; only?: number[] }): Promise<OrphanSweepResult> {

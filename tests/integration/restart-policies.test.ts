@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { AgentError, createSupervisor } from '../../index.js';
-import { command, eventually, fixtureSpec, isRunning, useRealAgentEnvironment, waitForStatus } from '../support/real-agents.js';
+import { command, eventually, fixtureSpec, isRunning, pendingDelays, useRealAgentEnvironment, waitForStatus } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
 
@@ -56,8 +56,9 @@ describe("restart.when: an exit is an outcome under 'on-failure' (code 0) and 'n
     expect(described.lastError).toBeNull();
     expect(described.restart).toBe('on-failure');
     expect(exits).toEqual([{ agent: 'fixture', exit: described.lastExit, when: 'on-failure' }]);
-    clock.increment(600_000); // no backoff is pending: nothing starts
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Nothing can start it by itself: no backoff, nor any other timer, waits on the clock.
+    expect(pendingDelays(clock)).toEqual([]);
+    clock.increment(600_000);
     expect(starts()).toBe(1);
     expect(env.supervisor.getStatus('fixture')).toBe('exited');
     // A caller's start runs it again.
@@ -86,8 +87,8 @@ describe("restart.when: an exit is an outcome under 'on-failure' (code 0) and 'n
     process.kill(env.supervisor.describe('fixture').pid!, 'SIGKILL');
     await waitForStatus(env.supervisor, 'fixture', 'exited');
     expect(env.supervisor.describe('fixture').lastExit).toMatchObject({ code: null, signal: 'SIGKILL' });
+    expect(pendingDelays(clock)).toEqual([]);
     clock.increment(600_000);
-    await new Promise((resolve) => setTimeout(resolve, 200));
     expect(starts()).toBe(1);
     // stop() from exited: idle.
     await env.supervisor.stop('fixture');
