@@ -10,6 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../daemon/daemon.js';
 import { createSupervisor } from '../../index.js';
@@ -56,6 +57,52 @@ async function expectRefusals(cases: Array<[string, string, unknown, number, str
     expect(typeof answer.json.error.message).toBe('string');
   }
 }
+
+describe('bad input on the new routes', () => {
+  it('never answers random bodies with a 5xx, and keeps serving', async () => {
+    const id = (await openSession('features')).sessionId;
+    const routes = [
+      `/v1/sessions/${id}/mode`,
+      `/v1/sessions/${id}/config`,
+      `/v1/sessions/${id}/model`,
+      `/v1/sessions/${id}/prompt`,
+      '/v1/prompt',
+      '/v1/sessions',
+      '/v1/elicitations/x',
+      '/v1/agents/features/sessions/x/resume',
+      // Not .../delete: `{}` is a good body there, and the agent deletes an unknown id without complaint.
+    ];
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...routes), fc.oneof(fc.json(), fc.string(), fc.object()), async (path, body) => {
+        const answer = await call(daemon, 'POST', path, { rawBody: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'Content-Type': 'application/json' } });
+        expect(answer.status, `${path} ${JSON.stringify(body)} → ${answer.text}`).toBeGreaterThanOrEqual(400);
+        expect(answer.status).toBeLessThan(500);
+        expect(typeof answer.json?.error?.kind).toBe('string');
+      }),
+      { numRuns: 80 },
+    );
+    expect((await call(daemon, 'GET', '/v1/health')).status).toBe(200);
+  });
+
+  it('answers a huge body 413 and a wrong type 400 with its issues on each new route', async () => {
+    const id = (await openSession('features')).sessionId;
+    const huge = 'x'.repeat(1024 * 1024);
+    const routes: Array<[string, Record<string, unknown>, string]> = [
+      [`/v1/sessions/${id}/mode`, { modeId: 1 }, 'modeId'],
+      [`/v1/sessions/${id}/config`, { configId: 'fast', value: null }, 'value'],
+      [`/v1/sessions/${id}/model`, { modelId: [] }, 'modelId'],
+      ['/v1/agents/features/sessions/x/resume', { cwd: 5 }, 'cwd'],
+      ['/v1/elicitations/x', { action: 'accept', content: { a: null } }, 'content.a'],
+    ];
+    for (const [path, wrong, issue] of routes) {
+      const big = await call(daemon, 'POST', path, { body: { padding: huge } });
+      expect({ path, status: big.status, kind: big.json.error.kind }).toEqual({ path, status: 413, kind: 'payload_too_large' });
+      const typed = await call(daemon, 'POST', path, { body: wrong });
+      expect({ path, status: typed.status, kind: typed.json.error.kind }).toEqual({ path, status: 400, kind: 'invalid_request' });
+      expect(typed.json.error.issues.map((entry: { path: string }) => entry.path)).toContain(issue);
+    }
+  });
+});
 
 describe('what the handshake said', () => {
   it('GET /v1/agents/:name carries agentInfo, agentCapabilities and authMethods once connected, null before', async () => {
