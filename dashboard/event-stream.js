@@ -3,7 +3,7 @@
  * The event stream (`GET /v1/events`, a WebSocket, all topics): connected, read, and connected
  * again with a backoff when it drops — unless the daemon refuses the token (a daemon started
  * again has a new one, which this page cannot learn). The backoff is pure
- * (tests/unit/dashboard-event-stream.test.ts).
+ * (tests/unit/dashboard-api.test.ts).
  */
 
 /** @import { ServerMessage } from '../daemon/api-types.js' */

@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * How the page writes the daemon's values: times, exits, errors, a prompt's text. Pure
- * functions, no DOM (tests/unit/dashboard-format.test.ts).
+ * functions, no DOM (tests/unit/dashboard-rows.test.ts).
  */
 
 /** @import { AgentRow } from '../daemon/api-types.js' */
