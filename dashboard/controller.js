@@ -249,7 +249,6 @@ export function createController({ state, api, panels, notice }) {
   }
 
   return {
-    run,
     render,
     selectAgent,
     selectSession,

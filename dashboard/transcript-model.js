@@ -32,14 +32,11 @@ import { promptText } from './format.js';
 
 /** The transcript's entries so far, as far as the next item depends on them. */
 export class TranscriptModel {
-  /** The kind of the message that chunks still join; null once another entry came. */
-  /** @type {string | null} */
+  /** The kind of the message that chunks still join; null once another entry came. @type {string | null} */
   open = null;
-  /** Tool calls that have their entry. */
-  /** @type {Set<string>} */
+  /** Tool calls that have their entry. @type {Set<string>} */
   tools = new Set();
-  /** Option names of the latest permission requests, by id: their answers say the name. */
-  /** @type {Map<string, string>} */
+  /** Option names of the latest permission requests, by id: their answers say the name. @type {Map<string, string>} */
   options = new Map();
 
   /** Empty again (the panel draws another session, or the same from the start). */
