@@ -151,7 +151,7 @@ export function linkDashboard(read: (name: string) => string, entry: string = DA
   return `\n// The dashboard's modules (dashboard/*.js), linked by the daemon: each in a scope of its own, in the order their imports ask.\n${linked.join('')}`;
 }
 
-const importStatement = /^import\s*\{([^}]*)\}\s*from\s*'([^'\n]*)'\s*;?[ \t]*$/gm;
+const importStatement = /^import\s*\{([^}]*)\}\s*from\s*(['"])([^'"\n]*)\2[ \t]*;?[ \t]*$/gm;
 const exportDeclaration = /^export\s+((?:async\s+)?function\b\s*\*?|class\b|const\b)\s*([A-Za-z_$][\w$]*)/gm;
 const emptyExport = /^export\s*\{\s*\}\s*;?[ \t]*$/gm;
 
@@ -164,7 +164,7 @@ function parseModule(name: string, source: string): LinkedModule {
   if (source.includes(modulePrefix)) throw refuse(`names beginning with ${modulePrefix} are the linker's`);
 
   const imports: LinkedModule['imports'] = [];
-  let body = source.replace(importStatement, (_statement, list: string, specifier: string) => {
+  let body = source.replace(importStatement, (_statement, list: string, _quote: string, specifier: string) => {
     const from = specifier.startsWith('./') ? specifier.slice(2) : '';
     if (!moduleName.test(from)) throw refuse(`it imports '${specifier}': only modules of dashboard/ ('./name.js') can be linked`);
     const bindings = list

@@ -49,10 +49,11 @@ describe('linkDashboard', () => {
     expect(run(script)).toEqual(['hi x', 'greeter', 'other', 'app']);
   });
 
-  it('reads a multi-line import, and leaves JSDoc types and dynamic text alone', () => {
+  it('reads a multi-line import and either quote, and leaves JSDoc types and dynamic text alone', () => {
     const script = link({
       'app.js': "// @ts-check\n/** @import { Thing } from './types.js' */\nimport {\n  one,\n  two,\n} from './nums.js';\nconst text = 'import { x } from \"./nowhere.js\"';\nlog.push(one + two, text.length > 0);\n",
-      'nums.js': 'export const one = 1;\nexport const two = 2;\n',
+      'nums.js': "import { zero } from \"./zero.js\"\nexport const one = 1 + zero;\nexport const two = 2;\n",
+      'zero.js': 'export const zero = 0;\n',
     });
     expect(run(script)).toEqual([3, true]);
   });
