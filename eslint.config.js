@@ -131,6 +131,16 @@ export default defineConfig(
   },
   Object.entries(layers).map(([layer, spec]) => packageRule(layer, spec)),
   Object.entries(sdkOwners).map(([file, extra]) => packageRule(file, merge(layers[file.split('/')[0]], extra))),
-  // The dashboard's page script runs in the browser, inlined into the page by the daemon.
-  { files: ['dashboard/**/*.js'], languageOptions: { globals: globals.browser, sourceType: 'module' } },
+  // The dashboard's modules run in the browser, linked by the daemon into the page's one inline
+  // script (daemon/package-assets.ts): they import only each other, as `./name.js`.
+  {
+    files: ['dashboard/**/*.js'],
+    languageOptions: { globals: globals.browser, sourceType: 'module' },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!\\./[a-z][a-z0-9-]*\\.js$)', message: 'A dashboard module imports only modules of dashboard/ (./name.js): the daemon links them into the page; see docs/dashboard.md.' }] },
+      ],
+    },
+  },
 );

@@ -150,7 +150,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     if (refusal) return sendJson(response, refusal.status, { error: { kind: refusal.kind, message: refusal.message } });
     if (closing) return sendJson(response, 503, { error: { kind: 'shutting_down', message: 'The daemon is shutting down' } });
     if (requestUrl.pathname === '/' && request.method === 'GET') {
-      const page = dashboardPage(`${hostForUrl(host)}:${port}`);
+      let page: { html: string; csp: string };
+      try {
+        page = dashboardPage(`${hostForUrl(host)}:${port}`);
+      } catch (error) {
+        // A dashboard module the linker refuses, or a file missing from the package: said, not thrown at the server.
+        return sendError(response, error);
+      }
       response.writeHead(200, { ...baseHeaders, 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': page.csp, 'X-Frame-Options': 'DENY' });
       return void response.end(page.html);
     }

@@ -1,0 +1,85 @@
+// @ts-check
+/**
+ * The agents list: one row per agent, its status badge, facts, last error, and its lifecycle
+ * buttons (`data-action` start, stop, kill, restart; `select-agent` on its name). What a row
+ * says is decided in rows.js.
+ */
+import { byTestId, h, renderKeyed } from './dom.js';
+import { AGENT_ACTIONS, agentRowView } from './rows.js';
+
+/** @import { ClientAgent, DashboardState } from './store.js' */
+
+/**
+ * @typedef {object} AgentRowParts
+ * @property {HTMLLIElement} element
+ * @property {HTMLButtonElement} name
+ * @property {HTMLSpanElement} status
+ * @property {HTMLElement} pid
+ * @property {HTMLElement} restarts
+ * @property {HTMLElement} sessions
+ * @property {HTMLElement} lastExit
+ * @property {HTMLElement} credential
+ * @property {HTMLParagraphElement} error
+ * @property {HTMLButtonElement[]} buttons
+ */
+
+export function createAgentsPanel() {
+  const list = byTestId('agents', HTMLUListElement);
+  /** @type {Map<string, AgentRowParts>} */
+  const rows = new Map();
+  return {
+    /** Every agent's row, as the state has them. */
+    render(/** @type {DashboardState} */ state) {
+      renderKeyed(list, rows, [...state.agents.values()], (agent) => agent.name, createRow, (parts, agent) => updateRow(parts, agent, agent.name === state.selectedAgent));
+    },
+  };
+}
+
+/** @param {ClientAgent} agent @returns {AgentRowParts} */
+function createRow({ name }) {
+  const fact = (/** @type {string} */ testid) => h('dd', { 'data-testid': testid });
+  const pid = fact('agent-pid');
+  const restarts = fact('agent-restarts');
+  const sessions = fact('agent-sessions');
+  const lastExit = fact('agent-last-exit');
+  const credential = fact('agent-credential');
+  const facts = h('dl', { class: 'facts' }, h('dt', {}, 'pid'), pid, h('dt', {}, 'restarts'), restarts, h('dt', {}, 'sessions'), sessions, h('dt', {}, 'last exit'), lastExit, h('dt', {}, 'credentials'), credential);
+  const parts = {
+    name: h('button', { type: 'button', class: 'agent-name', 'data-action': 'select-agent', 'data-agent': name }),
+    status: h('span', { class: 'badge', 'data-testid': 'agent-status' }),
+    pid,
+    restarts,
+    sessions,
+    lastExit,
+    credential,
+    error: h('p', { class: 'agent-error', 'data-testid': 'agent-error' }),
+    // kill: stop with force (SIGKILL to the whole containment at once); it stays usable while a graceful stop waits.
+    buttons: AGENT_ACTIONS.map((action) =>
+      h('button', { type: 'button', 'data-action': action, 'data-agent': name, 'data-testid': `agent-${action}`, title: action === 'kill' ? 'stop at once: SIGKILL to all its processes' : null }, action),
+    ),
+  };
+  const element = h('li', { class: 'agent', 'data-testid': 'agent-row', 'data-agent': name }, parts.name, parts.status, facts, parts.error, h('div', { class: 'agent-actions' }, parts.buttons));
+  return { element, ...parts };
+}
+
+/** @param {AgentRowParts} parts @param {ClientAgent} agent @param {boolean} selected */
+function updateRow(parts, agent, selected) {
+  const view = agentRowView(agent, selected);
+  parts.element.classList.toggle('selected', view.selected);
+  parts.element.dataset.status = view.status;
+  parts.name.textContent = view.label;
+  parts.name.title = view.labelTitle;
+  parts.status.textContent = view.status;
+  parts.status.className = `badge status-${view.status}`;
+  parts.status.title = view.statusTitle;
+  parts.pid.textContent = view.pid;
+  parts.restarts.textContent = view.restarts;
+  parts.sessions.textContent = view.sessions;
+  parts.lastExit.textContent = view.lastExit;
+  parts.lastExit.title = view.lastExitTitle;
+  parts.credential.textContent = view.credential;
+  parts.error.hidden = !view.error;
+  parts.error.textContent = view.error?.message ?? '';
+  parts.error.title = view.error?.title ?? '';
+  for (const button of parts.buttons) button.disabled = view.waits && button.dataset.action !== 'kill';
+}

@@ -1,0 +1,109 @@
+// @ts-check
+/**
+ * What each row and panel of the page shows, decided from the state: plain objects of text,
+ * titles and flags that the panels write into their elements. Pure, no DOM
+ * (tests/unit/dashboard-rows.test.ts).
+ */
+import { clockTime, dateTime, exitText } from './format.js';
+
+/** @import { OrphansKillBody, SessionRow } from '../daemon/api-types.js' */
+/** @import { ClientAgent, ClientPermission, Orphan, OrphansState } from './store.js' */
+
+/** The lifecycle buttons of an agent's row, in their order. */
+export const AGENT_ACTIONS = /** @type {const} */ (['start', 'stop', 'kill', 'restart']);
+
+/** @typedef {(typeof AGENT_ACTIONS)[number]} AgentAction */
+
+/**
+ * An agent's row: its name (with its display name), status badge, facts, last error, and
+ * whether its buttons wait for a call of this page. `kill` never waits: it is the way out of
+ * a graceful stop that hangs.
+ * @param {ClientAgent} agent
+ * @param {boolean} selected
+ */
+export function agentRowView(agent, selected) {
+  const error = agent.lastError;
+  return {
+    selected,
+    status: agent.status,
+    label: agent.displayName && agent.displayName !== agent.name ? `${agent.displayName} (${agent.name})` : agent.name,
+    labelTitle: agent.state ?? '',
+    statusTitle: agent.since ? `since ${dateTime(agent.since)} · restart policy ${agent.restart ?? 'always'}` : '',
+    pid: agent.pid === null || agent.pid === undefined ? '—' : String(agent.pid),
+    restarts: String(agent.restarts ?? 0),
+    sessions: String(agent.sessions ?? 0),
+    lastExit: exitText(agent.lastExit),
+    lastExitTitle: agent.lastExit ? dateTime(agent.lastExit.at) : '',
+    credential: agent.credential ?? '—',
+    error: error ? { message: error.message ?? '', title: [error.kind, error.class].filter(Boolean).join(' · ') } : null,
+    waits: Boolean(agent.busy),
+  };
+}
+
+/**
+ * A row of the sessions list: listed by its name, else its title, else its id; a title the
+ * agent gives a named session is a fact beside the name.
+ * @param {SessionRow} session
+ * @param {boolean} selected
+ */
+export function sessionRowView(session, selected) {
+  const title = session.name && session.title ? `“${session.title}”` : null;
+  const facts = [title, session.state, session.busy && 'busy', session.queued && `${session.queued} queued`, !session.live && 'not open', clockTime(session.updatedAt)];
+  return {
+    selected,
+    label: session.name || session.title || session.sessionId,
+    title: [session.title, session.sessionId, session.cwd].filter(Boolean).join('\n'),
+    facts: facts.filter(Boolean).join(' · '),
+  };
+}
+
+/**
+ * A pending permission request: what the tool call is, whose, when; its options as buttons,
+ * which wait while this page's answer is under way.
+ * @param {ClientPermission} row
+ */
+export function permissionRowView(row) {
+  return {
+    title: row.toolCall?.title || row.toolCall?.toolCallId || 'A tool call',
+    subtitle: `${row.agent} · ${row.toolCall?.kind ?? 'tool'} · ${clockTime(row.requestedAt)}`,
+    options: row.options.map((option) => ({ optionId: option.optionId, name: option.name, kind: option.kind })),
+    waits: Boolean(row.answering),
+  };
+}
+
+/**
+ * A leftover of a crashed supervisor: its pid and agent, its command, when it started, who
+ * left it, and what is left of it when its process is gone.
+ * @param {Orphan} orphan
+ */
+export function orphanRowView(orphan) {
+  const started = orphan.startedAt === null ? 'start unknown' : `started ${dateTime(orphan.startedAt)}`;
+  const left = [orphan.running ? null : 'its process is gone', orphan.container ? `container ${orphan.container}` : null].filter(Boolean).join(' · ');
+  return {
+    title: `pid ${orphan.pid} · ${orphan.agent}${orphan.terminal ? ' (terminal)' : ''}`,
+    command: orphan.command,
+    facts: `${started} · left by pid ${orphan.owner}${left ? ` · ${left}` : ''}`,
+    killTitle: `SIGKILL what is left of pid ${orphan.pid}`,
+  };
+}
+
+/**
+ * The orphans panel around its rows: the empty line, `kill all` (for two or more), the
+ * start-up policy beside the title, and which kill buttons wait for a kill under way.
+ * @param {OrphansState} orphans
+ */
+export function orphansPanelView(orphans) {
+  return {
+    empty: orphans.rows.length === 0,
+    killAllShown: orphans.rows.length >= 2,
+    killAllWaits: orphans.killing.size > 0,
+    policy: orphans.policy ? `· at start: ${orphans.policy}` : '',
+    /** @param {number} pid */
+    killWaits: (pid) => orphans.killing.has(pid) || orphans.killing.has('all'),
+  };
+}
+
+/** What a kill did, said above the panels. */
+export function killedNotice(/** @type {OrphansKillBody} */ result) {
+  return result.killed.length > 0 ? `Killed ${result.killed.map((killed) => `pid ${killed.pid} (${killed.agent})`).join(', ')}` : 'Nothing was left to kill.';
+}

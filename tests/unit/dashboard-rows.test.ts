@@ -1,0 +1,194 @@
+/**
+ * What the dashboard's rows and panels say, without a browser (dashboard/rows.js,
+ * dashboard/format.js): an agent's row, a session's, a permission request's, an orphan's and
+ * the orphans panel around them, and the formatting under them.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AgentRow, SessionRow } from '../../daemon/api-types.js';
+import { clockTime, counted, dateTime, errorText, exitText, promptText } from '../../dashboard/format.js';
+import { agentRowView, killedNotice, orphanRowView, orphansPanelView, permissionRowView, sessionRowView } from '../../dashboard/rows.js';
+import type { ClientAgent, ClientPermission, Orphan } from '../../dashboard/store.js';
+
+const at = 1_700_000_000_000;
+
+function agent(overrides: Partial<ClientAgent> = {}): ClientAgent {
+  const row: AgentRow = {
+    name: 'claude',
+    displayName: 'claude',
+    status: 'idle',
+    state: 'idle',
+    pid: null,
+    attempt: 0,
+    lastError: null,
+    containment: null,
+    since: null,
+    lastExit: null,
+    restart: 'always',
+    credential: null,
+    agentInfo: null,
+    agentCapabilities: null,
+    authMethods: null,
+    connectedAt: null,
+    restarts: 0,
+    sessions: 0,
+  };
+  return { ...row, ...overrides };
+}
+
+function session(overrides: Partial<SessionRow> = {}): SessionRow {
+  return { agent: 'claude', sessionId: 'sess-1', cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, ...overrides };
+}
+
+function orphan(overrides: Partial<Orphan> = {}): Orphan {
+  return { agent: 'one', pid: 4242, startedAt: at, command: 'sleep', running: true, containment: null, owner: 17, recordedAt: at, ...overrides };
+}
+
+describe('format', () => {
+  it('writes exits, counts, errors and times', () => {
+    expect([exitText(null), exitText({ code: 0, signal: null, at }), exitText({ code: null, signal: 'SIGKILL', at }), exitText({ code: null, signal: null, at })]).toEqual(['—', 'code 0', 'SIGKILL', 'code ?']);
+    expect([counted(1, 'update'), counted(2, 'update'), counted(0, 'update')]).toEqual(['1 update', '2 updates', '0 updates']);
+    expect([errorText(new Error('boom')), errorText('plain')]).toEqual(['boom', 'plain']);
+    expect([clockTime(null), clockTime(undefined), clockTime(at)]).toEqual(['', '', new Date(at).toLocaleTimeString()]);
+    expect(dateTime(at)).toBe(new Date(at).toLocaleString());
+  });
+
+  it("writes a prompt's blocks as one text: other blocks as their type", () => {
+    expect(promptText([{ type: 'text', text: 'look at ' }, { type: 'image', data: '...' }, { type: 'text', text: ' this' }])).toBe('look at [image] this');
+    expect(promptText('not blocks')).toBe('');
+    expect(promptText(undefined)).toBe('');
+  });
+});
+
+describe("an agent's row", () => {
+  it('an idle agent: its name, dashes for what it lacks, its buttons free', () => {
+    expect(agentRowView(agent(), false)).toEqual({
+      selected: false,
+      status: 'idle',
+      label: 'claude',
+      labelTitle: 'idle',
+      statusTitle: '',
+      pid: '—',
+      restarts: '0',
+      sessions: '0',
+      lastExit: '—',
+      lastExitTitle: '',
+      credential: '—',
+      error: null,
+      waits: false,
+    });
+  });
+
+  it('a running agent: its display name beside its name, its facts, since when and its restart policy, its last exit and error', () => {
+    const view = agentRowView(
+      agent({
+        displayName: 'Claude Code',
+        status: 'connected',
+        state: 'connected.stable',
+        pid: 4711,
+        restarts: 2,
+        sessions: 1,
+        since: at,
+        restart: 'on-failure',
+        credential: 'work',
+        lastExit: { code: null, signal: 'SIGTERM', at },
+        lastError: { kind: 'process_exited', message: 'exited with code 1', class: 'crash' },
+        busy: true,
+      }),
+      true,
+    );
+    expect(view).toMatchObject({
+      selected: true,
+      label: 'Claude Code (claude)',
+      labelTitle: 'connected.stable',
+      statusTitle: `since ${new Date(at).toLocaleString()} · restart policy on-failure`,
+      pid: '4711',
+      restarts: '2',
+      sessions: '1',
+      lastExit: 'SIGTERM',
+      lastExitTitle: new Date(at).toLocaleString(),
+      credential: 'work',
+      error: { message: 'exited with code 1', title: 'process_exited · crash' },
+      waits: true,
+    });
+  });
+
+  it("an error without a class: its kind alone on hover", () => {
+    expect(agentRowView(agent({ lastError: { kind: 'not_installed', message: 'no claude' } }), false).error).toEqual({ message: 'no claude', title: 'not_installed' });
+  });
+});
+
+describe("a session's row", () => {
+  it('a named session keeps its name; the title the agent gave it is a fact beside it', () => {
+    const view = sessionRowView(session({ name: 'default', title: 'Fixing the tests', busy: true, queued: 2 }), true);
+    expect(view).toEqual({
+      selected: true,
+      label: 'default',
+      title: 'Fixing the tests\nsess-1\n/work',
+      facts: `“Fixing the tests” · ready · busy · 2 queued · ${new Date(at).toLocaleTimeString()}`,
+    });
+  });
+
+  it('an unnamed one is listed by its title, else its id; a closed one says it is not open', () => {
+    expect(sessionRowView(session({ title: 'Titled' }), false).label).toBe('Titled');
+    const closed = sessionRowView(session({ live: false, state: 'stopped' }), false);
+    expect(closed.label).toBe('sess-1');
+    expect(closed.facts).toBe(`stopped · not open · ${new Date(at).toLocaleTimeString()}`);
+  });
+});
+
+describe('a permission request', () => {
+  const row: ClientPermission = {
+    id: 'p1',
+    agent: 'claude',
+    sessionId: 's1',
+    requestedAt: at,
+    toolCall: { toolCallId: 'call-1', title: 'Write <the> file', kind: 'edit' },
+    options: [{ optionId: 'allow', name: 'Allow once', kind: 'allow_once' }],
+  };
+
+  it('says what the tool call is, whose and when, with its options', () => {
+    expect(permissionRowView(row)).toEqual({
+      title: 'Write <the> file',
+      subtitle: `claude · edit · ${new Date(at).toLocaleTimeString()}`,
+      options: [{ optionId: 'allow', name: 'Allow once', kind: 'allow_once' }],
+      waits: false,
+    });
+  });
+
+  it('without a title says its tool call; its options wait while this page answers', () => {
+    const view = permissionRowView({ ...row, toolCall: { toolCallId: 'call-1' }, answering: true });
+    expect(view).toMatchObject({ title: 'call-1', subtitle: `claude · tool · ${new Date(at).toLocaleTimeString()}`, waits: true });
+  });
+});
+
+describe('orphans', () => {
+  it('a leftover: pid, agent, command, start, who left it', () => {
+    expect(orphanRowView(orphan())).toEqual({
+      title: 'pid 4242 · one',
+      command: 'sleep',
+      facts: `started ${new Date(at).toLocaleString()} · left by pid 17`,
+      killTitle: 'SIGKILL what is left of pid 4242',
+    });
+  });
+
+  it('a terminal command, its start unknown, its process gone and its container left', () => {
+    const view = orphanRowView(orphan({ terminal: true, startedAt: null, running: false, container: 'c0ffee' }));
+    expect(view.title).toBe('pid 4242 · one (terminal)');
+    expect(view.facts).toBe('start unknown · left by pid 17 · its process is gone · container c0ffee');
+  });
+
+  it('the panel: empty, kill all for two or more, the start-up policy, the kills under way', () => {
+    expect(orphansPanelView({ rows: [], policy: null, killing: new Set() })).toMatchObject({ empty: true, killAllShown: false, killAllWaits: false, policy: '' });
+    const one = orphansPanelView({ rows: [orphan()], policy: 'report', killing: new Set([4242]) });
+    expect(one).toMatchObject({ empty: false, killAllShown: false, killAllWaits: true, policy: '· at start: report' });
+    expect([one.killWaits(4242), one.killWaits(5)]).toEqual([true, false]);
+    const all = orphansPanelView({ rows: [orphan(), orphan({ pid: 5 })], policy: 'kill', killing: new Set(['all']) });
+    expect(all.killAllShown).toBe(true);
+    expect([all.killWaits(4242), all.killWaits(5)]).toEqual([true, true]);
+  });
+
+  it('says what a kill did', () => {
+    expect(killedNotice({ dryRun: false, orphans: [], killed: [{ agent: 'one', pid: 1, command: 'a' }, { agent: 'two', pid: 2, command: 'b' }], skipped: [] })).toBe('Killed pid 1 (one), pid 2 (two)');
+    expect(killedNotice({ dryRun: false, orphans: [], killed: [], skipped: [] })).toBe('Nothing was left to kill.');
+  });
+});

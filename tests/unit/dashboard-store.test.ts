@@ -1,0 +1,295 @@
+/**
+ * The dashboard's state without a browser (dashboard/store.js): what each event-stream
+ * message changes and which effects the page is asked to carry out, the selection with its
+ * per-agent prompt drafts, the sessions list's answers.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AgentRow, PermissionRow, ServerMessage, SessionRow } from '../../daemon/api-types.js';
+import {
+  TRAIL_LENGTH,
+  applyServerMessage,
+  createState,
+  selectAgent,
+  selectSession,
+  sessionOpened,
+  takeAgentRow,
+  takeOrphans,
+  takeSessionCount,
+  takeSessions,
+  type DashboardState,
+  type Effect,
+} from '../../dashboard/store.js';
+
+const at = 1_700_000_000_000;
+
+type MessageOf<T extends ServerMessage['type']> = Omit<Extract<ServerMessage, { type: T }>, 'at' | 't'>;
+/** A message of the event stream as the daemon sends it (its clocks filled in). */
+const message = <T extends ServerMessage['type']>(body: MessageOf<T> & { type: T }): ServerMessage => ({ at, t: '1', ...body }) as unknown as ServerMessage;
+
+function agentRow(name: string, overrides: Partial<AgentRow> = {}): AgentRow {
+  return {
+    name,
+    displayName: name,
+    status: 'idle',
+    state: 'idle',
+    pid: null,
+    attempt: 0,
+    lastError: null,
+    containment: null,
+    since: null,
+    lastExit: null,
+    restart: 'always',
+    credential: null,
+    agentInfo: null,
+    agentCapabilities: null,
+    authMethods: null,
+    connectedAt: null,
+    restarts: 0,
+    sessions: 0,
+    ...overrides,
+  };
+}
+
+function permissionRow(id: string, sessionId = 's1'): PermissionRow {
+  return {
+    id,
+    agent: 'alpha',
+    sessionId,
+    requestedAt: at,
+    toolCall: { toolCallId: `call-${id}`, title: 'Write the file', kind: 'edit' },
+    options: [
+      { optionId: 'allow', name: 'Allow once', kind: 'allow_once' },
+      { optionId: 'reject', name: 'Reject once', kind: 'reject_once' },
+    ],
+  };
+}
+
+function sessionRow(sessionId: string, overrides: Partial<SessionRow> = {}): SessionRow {
+  return { agent: 'alpha', sessionId, cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, ...overrides };
+}
+
+/** A state after `hello` with agents alpha and beta, alpha selected (as the page does it). */
+function helloState(): DashboardState {
+  const state = createState();
+  const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('alpha'), agentRow('beta')], permissions: [], topics: [] }));
+  for (const effect of effects) if (effect.type === 'select-agent') selectAgent(state, effect.agent, { text: '', session: '' });
+  return state;
+}
+
+const renders = (effects: Effect[]) => effects.flatMap((effect) => (effect.type === 'render' ? [effect.part] : []));
+
+describe('hello', () => {
+  it('takes the agents and pending permissions, lists the orphans, and selects the first agent', () => {
+    const state = createState();
+    const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('alpha'), agentRow('beta')], permissions: [permissionRow('p1')], topics: [] }));
+    expect(state.version).toBe('1.2.3');
+    expect([...state.agents.keys()]).toEqual(['alpha', 'beta']);
+    expect([...state.permissions.keys()]).toEqual(['p1']);
+    expect(state.trails.get('alpha')).toEqual(['idle']);
+    expect(effects).toContainEqual({ type: 'refresh-orphans' });
+    expect(renders(effects)).toEqual(expect.arrayContaining(['version', 'permissions', 'agents']));
+    expect(effects.at(-1)).toEqual({ type: 'select-agent', agent: 'alpha' });
+  });
+
+  it('with no agent, selects none', () => {
+    const effects = applyServerMessage(createState(), message({ type: 'hello', version: '1', agents: [], permissions: [], topics: [] }));
+    expect(effects.at(-1)).toEqual({ type: 'select-agent', agent: null });
+  });
+
+  it('after a reconnection keeps the selected agent, starts every feed over and reloads what is shown', () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'log', agent: 'alpha', line: 'old line' }));
+    const logs = state.logs.get('alpha')!;
+    logs.loaded = true;
+    const generation = logs.generation;
+
+    const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('beta'), agentRow('alpha')], permissions: [], topics: [] }));
+    expect(state.selectedAgent).toBe('alpha');
+    expect({ items: logs.items, loaded: logs.loaded, generation: logs.generation }).toEqual({ items: [], loaded: false, generation: generation + 1 });
+    expect(effects).toContainEqual({ type: 'reload-selected' });
+    expect(effects.some((effect) => effect.type === 'select-agent')).toBe(false);
+  });
+
+  it('after a reconnection to a daemon without the selected agent, selects its first', () => {
+    const state = helloState();
+    const effects = applyServerMessage(state, message({ type: 'hello', version: '1', agents: [agentRow('gamma')], permissions: [], topics: [] }));
+    expect(state.selectedAgent).toBeNull();
+    expect(effects.at(-1)).toEqual({ type: 'select-agent', agent: 'gamma' });
+  });
+});
+
+describe('agents', () => {
+  it('agent:status takes the new row but keeps the buttons of a call under way waiting', () => {
+    const state = helloState();
+    state.agents.get('alpha')!.busy = true;
+    const effects = applyServerMessage(state, message({ type: 'agent:status', agent: 'alpha', status: 'starting', previous: 'idle', row: agentRow('alpha', { status: 'starting', state: 'starting', pid: 42 }) }));
+    expect(state.agents.get('alpha')).toMatchObject({ status: 'starting', pid: 42, busy: true });
+    // alpha is shown: its chart is drawn again, and its row.
+    expect(renders(effects)).toEqual(['chart', 'agents']);
+  });
+
+  it('agent:state moves the state and status, and the trail keeps each state once in a row, at most TRAIL_LENGTH', () => {
+    const state = helloState();
+    const states = Array.from({ length: TRAIL_LENGTH + 3 }, (_, index) => `connected.step${index}`);
+    for (const dotted of [...states, states.at(-1)!]) applyServerMessage(state, message({ type: 'agent:state', agent: 'beta', state: dotted, status: 'connected' }));
+    expect(state.agents.get('beta')).toMatchObject({ state: states.at(-1), status: 'connected' });
+    expect(state.trails.get('beta')).toEqual(states.slice(-TRAIL_LENGTH));
+  });
+
+  it("draws the chart again only for the selected agent's moves; an unknown agent changes nothing", () => {
+    const state = helloState();
+    expect(renders(applyServerMessage(state, message({ type: 'agent:state', agent: 'beta', state: 'starting', status: 'starting' })))).toEqual(['agents']);
+    expect(renders(applyServerMessage(state, message({ type: 'agent:state', agent: 'alpha', state: 'starting', status: 'starting' })))).toEqual(['chart', 'agents']);
+    expect(applyServerMessage(state, message({ type: 'agent:state', agent: 'nobody', state: 'starting', status: 'starting' }))).toEqual([]);
+    expect(state.agents.has('nobody')).toBe(false);
+  });
+
+  it('agent:error becomes the last error the row shows', () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'agent:error', agent: 'alpha', kind: 'process_exited', message: 'it died', class: 'crash', retryAt: null }));
+    expect(state.agents.get('alpha')!.lastError).toEqual({ kind: 'process_exited', message: 'it died', class: 'crash' });
+    expect(applyServerMessage(state, message({ type: 'agent:error', agent: 'nobody', kind: 'x', message: 'y' }))).toEqual([]);
+  });
+
+  it('a row from the API and a session count are taken like the stream\'s', () => {
+    const state = helloState();
+    takeAgentRow(state, agentRow('beta', { state: 'connected.stable', status: 'connected' }));
+    takeSessionCount(state, 'beta', 3);
+    takeSessionCount(state, 'nobody', 1);
+    expect(state.agents.get('beta')).toMatchObject({ state: 'connected.stable', sessions: 3 });
+    expect(state.trails.get('beta')).toEqual(['idle', 'connected.stable']);
+  });
+});
+
+describe('transcripts and logs', () => {
+  it("an update of the shown session, its history loaded, shows at once; another session's is kept for later", () => {
+    const state = helloState();
+    state.selectedSession = 's1';
+    sessionOpened(state, 's1');
+    const update = { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'hi' } };
+    expect(applyServerMessage(state, message({ type: 'session:update', agent: 'alpha', sessionId: 's1', update }))).toEqual([{ type: 'show-transcript-item', item: { kind: 'update', data: update } }]);
+    expect(applyServerMessage(state, message({ type: 'session:update', agent: 'alpha', sessionId: 's2', update }))).toEqual([]);
+    expect(state.transcripts.get('s2')!.items).toEqual([{ kind: 'update', data: update }]);
+  });
+
+  it('an update of the shown session before its history is loaded waits in its feed', () => {
+    const state = helloState();
+    state.selectedSession = 's1';
+    expect(applyServerMessage(state, message({ type: 'session:update', agent: 'alpha', sessionId: 's1', update: {} }))).toEqual([]);
+    expect(state.transcripts.get('s1')!.items).toHaveLength(1);
+  });
+
+  it("session:turn gives the transcript's own shapes: the prompt, then how the turn ended", () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'session:turn', agent: 'alpha', sessionId: 's1', turn: { prompt: [{ type: 'text', text: 'hello' }] } }));
+    applyServerMessage(state, message({ type: 'session:turn', agent: 'alpha', sessionId: 's1', turn: { stopReason: 'end_turn' } }));
+    expect(state.transcripts.get('s1')!.items).toEqual([
+      { kind: 'prompt', data: { prompt: [{ type: 'text', text: 'hello' }] } },
+      { kind: 'prompt_result', data: { stopReason: 'end_turn' } },
+    ]);
+  });
+
+  it("a log line of the shown agent shows once its tail is loaded; another agent's is kept", () => {
+    const state = helloState();
+    expect(applyServerMessage(state, message({ type: 'log', agent: 'alpha', line: 'first' }))).toEqual([]);
+    state.logs.get('alpha')!.loaded = true;
+    expect(applyServerMessage(state, message({ type: 'log', agent: 'alpha', line: 'second' }))).toEqual([{ type: 'show-log', entry: { at, line: 'second' } }]);
+    expect(applyServerMessage(state, message({ type: 'log', agent: 'beta', line: 'other' }))).toEqual([]);
+    expect(state.logs.get('alpha')!.items.map((entry) => entry.line)).toEqual(['first', 'second']);
+  });
+
+  it('session:status reloads the sessions list of the selected agent only, and the agent\'s session count', () => {
+    const state = helloState();
+    expect(applyServerMessage(state, message({ type: 'session:status', agent: 'alpha', sessionId: 's1', status: 'ready' }))).toEqual([{ type: 'refresh-sessions' }, { type: 'refresh-session-count', agent: 'alpha' }]);
+    expect(applyServerMessage(state, message({ type: 'session:status', agent: 'beta', sessionId: 's9', status: 'ready' }))).toEqual([{ type: 'refresh-session-count', agent: 'beta' }]);
+  });
+
+  it('dropped messages: a notice, every feed starts over, the shown lists and the agents are read again', () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'session:update', agent: 'alpha', sessionId: 's1', update: {} }));
+    const effects = applyServerMessage(state, message({ type: 'dropped', count: 7 }));
+    expect(effects).toEqual([
+      { type: 'notice', message: '7 events were dropped (the page read too slowly); reloading.', kind: 'info' },
+      { type: 'reload-selected' },
+      { type: 'refresh-agents' },
+    ]);
+    expect(state.transcripts.get('s1')!.items).toEqual([]);
+  });
+
+  it('orphans:swept lists the orphans again; messages the page does not show change nothing', () => {
+    const state = helloState();
+    expect(applyServerMessage(state, message({ type: 'orphans:swept', result: { dryRun: false, orphans: [], killed: [], skipped: [] } }))).toEqual([{ type: 'refresh-orphans' }]);
+    expect(applyServerMessage(state, message({ type: 'agent:auth_prompt', agent: 'alpha', methodId: 'oauth', urls: ['https://example.test'] }))).toEqual([]);
+  });
+});
+
+describe('permissions', () => {
+  it('a request is pending and joins its transcript; its resolution removes it and adds the answer once', () => {
+    const state = helloState();
+    const row = permissionRow('p1');
+    const asked = applyServerMessage(state, message({ type: 'permission:request', permission: row }));
+    expect(renders(asked)).toEqual(['permissions']);
+    expect(state.transcripts.get('s1')!.items).toEqual([{ kind: 'permission', data: { toolCall: row.toolCall, options: row.options } }]);
+
+    const outcome = { outcome: 'selected', optionId: 'allow' } as const;
+    expect(renders(applyServerMessage(state, message({ type: 'permission:resolved', id: 'p1', agent: 'alpha', sessionId: 's1', outcome })))).toEqual(['permissions']);
+    expect(state.permissions.size).toBe(0);
+    // Heard again (a second resolution, or the request replayed by a prompt's stream): nothing more.
+    applyServerMessage(state, message({ type: 'permission:resolved', id: 'p1', agent: 'alpha', sessionId: 's1', outcome }));
+    applyServerMessage(state, message({ type: 'permission:request', permission: row }));
+    expect(state.permissions.size).toBe(0);
+    expect(state.transcripts.get('s1')!.items.map((item) => item.kind)).toEqual(['permission', 'permission_outcome', 'permission']);
+  });
+
+  it('a resolution of a request this page never saw changes nothing', () => {
+    const state = helloState();
+    expect(applyServerMessage(state, message({ type: 'permission:resolved', id: 'nope', agent: 'alpha', sessionId: 's1', outcome: { outcome: 'cancelled' } }))).toEqual([]);
+    expect(state.transcripts.size).toBe(0);
+  });
+});
+
+describe('selection', () => {
+  it('keeps a prompt draft per agent', () => {
+    const state = helloState();
+    expect(selectAgent(state, 'beta', { text: 'for alpha', session: 'work' })).toEqual({ text: '', session: '' });
+    expect(selectAgent(state, 'alpha', { text: 'for beta', session: '' })).toEqual({ text: 'for alpha', session: 'work' });
+    expect(selectAgent(state, 'beta', { text: 'for alpha, more', session: 'work' })).toEqual({ text: 'for beta', session: '' });
+  });
+
+  it('selecting the selected agent changes nothing; another clears the session and its list', () => {
+    const state = helloState();
+    state.sessions = [sessionRow('s1')];
+    state.selectedSession = 's1';
+    expect(selectAgent(state, 'alpha', { text: 'x', session: '' })).toBeNull();
+    expect(state.selectedSession).toBe('s1');
+    selectAgent(state, 'beta', { text: '', session: '' });
+    expect({ agent: state.selectedAgent, session: state.selectedSession, sessions: state.sessions }).toEqual({ agent: 'beta', session: null, sessions: [] });
+  });
+
+  it('a session selected fills the session field with its name, or leaves it empty for an unnamed one', () => {
+    const state = helloState();
+    state.sessions = [sessionRow('s1', { name: 'work' }), sessionRow('s2')];
+    expect(selectSession(state, 's1')).toBe('work');
+    expect(selectSession(state, 's2')).toBe('');
+    expect(state.selectedSession).toBe('s2');
+  });
+
+  it("takes a sessions list for the selected agent only, and selects its newest when none is", () => {
+    const state = helloState();
+    expect(takeSessions(state, 'beta', [sessionRow('s9')])).toBeNull();
+    expect(state.sessions).toEqual([]);
+    expect(takeSessions(state, 'alpha', [sessionRow('s2'), sessionRow('s1')])).toEqual({ select: 's2' });
+    state.selectedSession = 's1';
+    expect(takeSessions(state, 'alpha', [sessionRow('s3'), sessionRow('s2'), sessionRow('s1')])).toEqual({ select: null });
+    expect(takeSessions(state, 'alpha', [])).toEqual({ select: null });
+  });
+});
+
+describe('orphans', () => {
+  it('takes the listing and the start-up policy', () => {
+    const state = createState();
+    const orphan = { agent: 'one', pid: 4242, startedAt: null, command: 'sleep', running: true, containment: null, owner: 17, recordedAt: at };
+    takeOrphans(state, { dryRun: true, orphans: [orphan], killed: [], skipped: [], startup: { policy: 'report', at, result: null } });
+    expect(state.orphans).toMatchObject({ rows: [orphan], policy: 'report' });
+  });
+});
