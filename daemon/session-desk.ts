@@ -161,12 +161,13 @@ export class SessionDesk {
   async adopt(agent: string, sessionId: string, cwd: string | undefined, name: string | null): Promise<Opened> {
     let opened: Opened;
     const held = this.held.get(sessionId);
-    if (held && held.session.agent === agent && held.session.status !== 'stopped') {
-      refuseOtherCwd(agent, name ?? sessionId, held.session.cwd, cwd);
-      if (held.session.status === 'failed' && !held.running) await held.session.resume();
-      opened = { held, opened: 'existing' };
+    const own = held !== undefined && held.session.agent === agent ? held : undefined;
+    if (own && own.session.status !== 'stopped') {
+      refuseOtherCwd(agent, name ?? sessionId, own.session.cwd, cwd);
+      if (own.session.status === 'failed' && !own.running) await own.session.resume();
+      opened = { held: own, opened: 'existing' };
     } else {
-      if (held) this.release(held);
+      if (own) this.release(own);
       const stored = (await this.options.supervisor.sessions({ agent })).some((session) => session.sessionId === sessionId);
       if (!stored && cwd === undefined) {
         throw new ApiError(400, 'invalid_options', `Session ${sessionId} of agent "${agent}" is not in the daemon's store: give its cwd (the directory session/list shows for it)`, { agent });
