@@ -15,7 +15,7 @@ import { addressUnavailable, daemonRunning } from './daemon-errors.js';
 import { processAlive, readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
 import { DaemonStateFile } from './daemon-state-file.js';
 import { DEFAULT_ORPHAN_POLICY, DEFAULT_PORT, ORPHAN_POLICIES, type Daemon, type DaemonOptions, type OrphanPolicy, type StartupOrphanReport } from './daemon-types.js';
-import { EventFeed, parseTopics } from './event-feed.js';
+import { EventFeed, parseStreamRequest, type EventFeedOptions } from './event-feed.js';
 import { baseHeaders, sendError, sendJson, type NdjsonStream } from './http-kit.js';
 import { dashboardPage, packageVersion } from './package-assets.js';
 import { PermissionDesk } from './permission-desk.js';
@@ -64,7 +64,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let startupOrphans: StartupOrphanReport = { policy: orphanPolicy, at: null, result: null };
 
   const startedAt = Date.now();
-  const feed = new EventFeed();
+  const feed = new EventFeed(eventsOf(options));
   const permissions = new PermissionDesk(supervisor);
   const stateFile = new DaemonStateFile(stateDir);
   const sessions = new SessionDesk({
@@ -150,17 +150,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     if (refusal) return refuse(refusal.status, refusal.kind, refusal.message);
     if (closing) return refuse(503, 'shutting_down', 'The daemon is shutting down');
     if (requestUrl.pathname !== '/v1/events') return refuse(404, 'not_found', `No WebSocket at ${requestUrl.pathname} (the event stream is /v1/events)`);
-    const topics = parseTopics(requestUrl.searchParams.get('topics'));
-    if ('error' in topics) return refuse(400, 'invalid_request', topics.error);
-    const sessionFilter = requestUrl.searchParams.get('sessions');
+    const stream = parseStreamRequest(requestUrl.searchParams);
+    if ('error' in stream) return refuse(400, 'invalid_request', stream.error);
     sockets.handleUpgrade(request, socket, head, (webSocket) => {
-      feed.attach(webSocket, topics.topics, sessionFilter ? sessionFilter.split(',').filter(Boolean) : null, (subscribed) => ({
-        type: 'hello',
-        version: packageVersion,
-        agents: agents.rows(),
-        permissions: permissions.list(),
-        topics: subscribed,
-      }));
+      feed.attach(webSocket, stream, (subscribed) => ({ version: packageVersion, agents: agents.rows(), permissions: permissions.list(), topics: subscribed }));
     });
   });
   server.on('clientError', (_error, socket) => socket.destroy());
@@ -219,6 +212,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     },
     restored: restoring.done,
     dashboardUrl: `${url}/?token=${token}`,
+    eventStream: () => feed.stats(),
     closed,
     close,
   };
@@ -237,6 +231,23 @@ function orphanPolicyOf(options: DaemonOptions): OrphanPolicy {
   }
   if (sweepOnStart !== undefined) throw invalidOptions('Option orphans: give it or supervisor.sweepOnStart, not both (the orphan policy decides the start-up sweep)');
   return given as OrphanPolicy;
+}
+
+/** The start's `events` option: positive numbers, else `invalid_options` naming the field. */
+function eventsOf(options: DaemonOptions): EventFeedOptions {
+  const given = options.events;
+  if (given === undefined) return {};
+  const fields = ['journalMessages', 'journalBytes', 'clientCapBytes'] as const;
+  for (const field of fields) {
+    const value: unknown = given[field];
+    if (value !== undefined && !(typeof value === 'number' && Number.isSafeInteger(value) && value >= 1)) {
+      throw invalidOptions(`Option events.${field}: must be a whole number ≥ 1 (got ${JSON.stringify(value) ?? String(value)})`);
+    }
+  }
+  return {
+    journal: { ...(given.journalMessages === undefined ? {} : { maxMessages: given.journalMessages }), ...(given.journalBytes === undefined ? {} : { maxBytes: given.journalBytes }) },
+    ...(given.clientCapBytes === undefined ? {} : { clientCapBytes: given.clientCapBytes }),
+  };
 }
 
 /** The start's restore option: a boolean, else `invalid_options` naming the field. */
