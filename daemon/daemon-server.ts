@@ -28,6 +28,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const supervisorOptions = options.supervisor ?? {};
   const orphanPolicy = orphanPolicyOf(options);
   const restoreEnabled = restoreOf(options);
+  const feedOptions = eventsOf(options);
   const stateDir = supervisorOptions.stateDir === false ? null : resolve(supervisorOptions.stateDir ?? toolStateDir());
   const writeFiles = (options.writeFiles ?? true) && stateDir !== null;
   if (writeFiles) refuseSecondDaemon(stateDir!);
@@ -64,7 +65,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let startupOrphans: StartupOrphanReport = { policy: orphanPolicy, at: null, result: null };
 
   const startedAt = Date.now();
-  const feed = new EventFeed(eventsOf(options));
+  const feed = new EventFeed(feedOptions);
   const permissions = new PermissionDesk(supervisor);
   const stateFile = new DaemonStateFile(stateDir);
   const sessions = new SessionDesk({
@@ -135,6 +136,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       response.writeHead(200, { ...baseHeaders, 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': page.csp, 'X-Frame-Options': 'DENY' });
       return void response.end(page.html);
     }
+    // A REST answer never overtakes the events published before it: once a client has the
+    // answer to POST .../start, the status messages the start caused have been written to it.
+    const writeHead = response.writeHead;
+    response.writeHead = function (this: typeof response, ...args: Parameters<typeof writeHead>) {
+      feed.flush();
+      return writeHead.apply(this, args);
+    } as typeof writeHead;
     dispatch({ request, response, url: requestUrl, context }).catch((error: unknown) => sendError(response, error));
   });
 
@@ -153,7 +161,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     const stream = parseStreamRequest(requestUrl.searchParams);
     if ('error' in stream) return refuse(400, 'invalid_request', stream.error);
     sockets.handleUpgrade(request, socket, head, (webSocket) => {
-      feed.attach(webSocket, stream, (subscribed) => ({ version: packageVersion, agents: agents.rows(), permissions: permissions.list(), topics: subscribed }));
+      const peer = `${request.socket.remoteAddress ?? ''}:${request.socket.remotePort ?? ''}`;
+      feed.attach(webSocket, stream, (subscribed) => ({ version: packageVersion, agents: agents.rows(), permissions: permissions.list(), topics: subscribed }), peer);
     });
   });
   server.on('clientError', (_error, socket) => socket.destroy());
@@ -233,20 +242,23 @@ function orphanPolicyOf(options: DaemonOptions): OrphanPolicy {
   return given as OrphanPolicy;
 }
 
-/** The start's `events` option: positive numbers, else `invalid_options` naming the field. */
+/** The start's `events` option: whole numbers ≥ 1, else `invalid_options` naming the field. */
 function eventsOf(options: DaemonOptions): EventFeedOptions {
-  const given = options.events;
+  const given: unknown = options.events;
   if (given === undefined) return {};
-  const fields = ['journalMessages', 'journalBytes', 'clientCapBytes'] as const;
-  for (const field of fields) {
-    const value: unknown = given[field];
+  const fields = ['journalMessages', 'journalBytes', 'clientCapBytes'];
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw invalidOptions(`Option events: must be an object of ${fields.join(', ')} (got ${JSON.stringify(given)})`);
+  const values = given as Record<string, unknown>;
+  for (const [field, value] of Object.entries(values)) {
+    if (!fields.includes(field)) throw invalidOptions(`Option events.${field}: unknown (known: ${fields.join(', ')})`);
     if (value !== undefined && !(typeof value === 'number' && Number.isSafeInteger(value) && value >= 1)) {
       throw invalidOptions(`Option events.${field}: must be a whole number ≥ 1 (got ${JSON.stringify(value) ?? String(value)})`);
     }
   }
+  const { journalMessages, journalBytes, clientCapBytes } = values as NonNullable<DaemonOptions['events']>;
   return {
-    journal: { ...(given.journalMessages === undefined ? {} : { maxMessages: given.journalMessages }), ...(given.journalBytes === undefined ? {} : { maxBytes: given.journalBytes }) },
-    ...(given.clientCapBytes === undefined ? {} : { clientCapBytes: given.clientCapBytes }),
+    journal: { ...(journalMessages === undefined ? {} : { maxMessages: journalMessages }), ...(journalBytes === undefined ? {} : { maxBytes: journalBytes }) },
+    ...(clientCapBytes === undefined ? {} : { clientCapBytes }),
   };
 }
 

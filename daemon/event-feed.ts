@@ -59,6 +59,8 @@ export interface StreamRequest {
 
 /** One client as the feed reports it (`EventFeed.stats()`). */
 export interface FeedClientStats {
+  /** Its address and port, as the daemon sees it (`127.0.0.1:54321`). */
+  peer: string;
   topics: EventTopic[];
   batch: boolean;
   /** The seq of the last message handled for it (delivered, or not of its filter). */
@@ -81,6 +83,7 @@ export interface FeedStats {
 
 interface Client {
   socket: WebSocket;
+  peer: string;
   topics: Set<EventTopic>;
   sessions: Set<string> | null;
   batch: boolean;
@@ -171,11 +174,12 @@ export class EventFeed {
    * Takes a new client: `hello` first (built by `hello(topics)`), then — with `since` — what
    * followed it from the journal, or `resync` when the journal cannot tell; then live.
    */
-  attach(socket: WebSocket, request: StreamRequest, hello: (topics: EventTopic[]) => HelloPayload): void {
+  attach(socket: WebSocket, request: StreamRequest, hello: (topics: EventTopic[]) => HelloPayload, peer = ''): void {
     // Whatever this tick published goes out first, so that the client starts at the last published seq.
     this.flush();
     const client: Client = {
       socket,
+      peer,
       topics: new Set(request.topics),
       sessions: request.sessions ? new Set(request.sessions) : null,
       batch: request.batch,
@@ -245,12 +249,15 @@ export class EventFeed {
       journalMessages: this.journal.size,
       journalBytes: this.journal.heldBytes,
       limits: { ...this.journal.limits, clientCapBytes: this.capBytes },
-      clients: [...this.clients].map((client) => ({ topics: [...client.topics], batch: client.batch, position: client.position, waiting: client.waiting, heldBytes: client.socket.bufferedAmount })),
+      clients: [...this.clients].map((client) => ({ peer: client.peer, topics: [...client.topics], batch: client.batch, position: client.position, waiting: client.waiting, heldBytes: client.socket.bufferedAmount })),
     };
   }
 
-  /** Sends what the tick published to every live client, one shared frame per filter. */
-  private flush(): void {
+  /**
+   * Sends what this tick published so far to every live client now, one shared frame per
+   * filter (the end of the tick does it anyway; the daemon calls it before a REST answer).
+   */
+  flush(): void {
     if (this.flushTimer !== undefined) {
       clearImmediate(this.flushTimer);
       this.flushTimer = undefined;
