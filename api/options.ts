@@ -37,7 +37,10 @@ export type { RestartOptions };
 /** The supervisor-wide restart intensity by default: see docs/failures.md for the reasoning. */
 export const defaultOverload: OverloadPolicy = Object.freeze({ intensity: 50, periodMs: 60_000 });
 const isFunction = (value: unknown) => typeof value === 'function';
-const permissionPolicySchema = z.union([z.enum(['ask', 'allow', 'deny']), z.custom<Extract<PermissionPolicy, (...args: never[]) => unknown>>(isFunction, "must be 'ask', 'allow', 'deny' or a function")]);
+const permissionPolicySchema = z.union([
+  z.enum(['ask', 'allow', 'deny', 'allow-reads']),
+  z.custom<Extract<PermissionPolicy, (...args: never[]) => unknown>>(isFunction, "must be 'ask', 'allow', 'deny', 'allow-reads' or a function"),
+]);
 const stallPolicySchema = z.enum(['none', 'cancel', 'restart']);
 const elicitationPolicySchema = z.union([z.enum(['decline', 'ask']), z.custom<Extract<ElicitationPolicy, (...args: never[]) => unknown>>(isFunction, "must be 'decline', 'ask' or a function")]);
 const metaSchema = z.record(z.string(), z.unknown());

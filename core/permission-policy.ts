@@ -32,7 +32,21 @@ export type PermissionPolicy =
   | 'ask'
   | 'allow'
   | 'deny'
+  /** Allows the tool calls that only look (kinds `read`, `search`, `fetch`, `think`: {@link READ_ONLY_TOOL_KINDS}); asks as `'ask'` for the rest. */
+  | 'allow-reads'
   | ((request: Omit<PermissionRequest, 'respond' | 'cancel' | 'settled'>) => string | undefined | Promise<string | undefined>);
+
+/**
+ * The ACP tool kinds that change nothing: reading files, searching, fetching, thinking. The
+ * `'allow-reads'` policy allows these and asks for every other kind, and for a tool call
+ * without a kind (an agent that says nothing may be doing anything).
+ */
+export const READ_ONLY_TOOL_KINDS: ReadonlySet<string> = new Set(['read', 'search', 'fetch', 'think']);
+
+/** Whether `'allow-reads'` allows this tool call by itself: its kind is a read-only one. */
+export function isReadOnlyToolCall(toolCall: { kind?: string | null }): boolean {
+  return typeof toolCall.kind === 'string' && READ_ONLY_TOOL_KINDS.has(toolCall.kind);
+}
 
 /** The option a fixed policy picks: allow once (else always), reject once (else always). */
 export function optionFor(policy: 'allow' | 'deny', options: PermissionOption[]): string | undefined {

@@ -7,7 +7,24 @@
  * `?token=<token>` on the dashboard page and the WebSocket upgrade (a browser cannot set
  * headers there). Every error is a 4xx/5xx with an {@link ApiErrorBody}.
  */
-import type { AgentSpecSummary, AgentSummary, EventEntry, LogEntry, OrphanSweepResult, ResourceUsage, StoredSession, StoreStats, TranscriptEntry, WorkspaceInfo } from '../index.js';
+import type {
+  AgentSessionPage,
+  AgentSpecSummary,
+  AgentSummary,
+  ElicitationRequestView,
+  EventEntry,
+  LogEntry,
+  OrphanSweepResult,
+  PtyActivityState,
+  ResourceUsage,
+  SessionStateChange,
+  SessionStateFields,
+  StoredSession,
+  StoreStats,
+  SupervisorEventMap,
+  TranscriptEntry,
+  WorkspaceInfo,
+} from '../index.js';
 import type { RestoreReport, StartupOrphanReport } from './daemon-types.js';
 
 /** The API version in every path: `/v1/...`. */
@@ -28,6 +45,8 @@ export type ApiErrorKind =
   | 'invalid_json' // 400: a body that does not parse
   | 'invalid_request' // 400: a body or query that does not match its schema (issues say where)
   | 'permission_not_found' // 404: no pending permission request has that id
+  | 'elicitation_not_found' // 404: no pending elicitation has that id
+  | 'terminal_not_found' // 404: the session has no such terminal (or is not open in the daemon)
   | 'internal' // 500: a bug; the daemon keeps running
   | (string & {}); // an AgentError kind
 
@@ -102,8 +121,13 @@ export interface AgentDescribeBody {
   workspaces: WorkspaceInfo[];
 }
 
-/** A session as the API shows it: what the store keeps, plus the daemon's live view. */
-export interface SessionRow extends StoredSession {
+/**
+ * A session as the API shows it: what the store keeps, plus the daemon's live view. The
+ * state fields (`modes`, `configOptions`, `commands`, `plan`, `usage`, `models`: the library's
+ * `session.state`, docs/acp.md) are the live session's while the daemon holds it open; for a
+ * session it does not hold they are `null` / `[]`, and `title` is the store's.
+ */
+export interface SessionRow extends StoredSession, SessionStateFields {
   /** The name it was opened under (`prompt -s NAME`), null for an unnamed one. */
   name: string | null;
   /** Open in the daemon now (its agent connected, the session not closed). */
@@ -159,6 +183,53 @@ export interface PermissionAnswerBody {
   outcome: { outcome: 'selected'; optionId: string } | { outcome: 'cancelled' };
 }
 
+/**
+ * An elicitation waiting for an answer (the daemon's supervisor runs with `elicitation:
+ * 'ask'`): a form to fill in (`requestedSchema`) or a URL to visit (`url`).
+ */
+export interface ElicitationRow extends ElicitationRequestView {
+  /** The daemon's id for it: answer with `POST /v1/elicitations/:id`. */
+  id: string;
+  requestedAt: number;
+}
+
+/** `GET /v1/elicitations`. */
+export interface ElicitationsBody {
+  elicitations: ElicitationRow[];
+}
+
+/**
+ * `POST /v1/elicitations/:id`: how it was answered. The form's values are not repeated (they
+ * may be secrets; the store keeps the field names only).
+ */
+export interface ElicitationAnswerBody {
+  id: string;
+  action: 'accept' | 'decline' | 'cancel';
+}
+
+/** `GET /v1/agents/:name/sessions`: one page of the agent's own sessions (`session/list`). */
+export type AgentSessionsBody = AgentSessionPage;
+
+/** `POST /v1/agents/:name/sessions/:sessionId/delete`: the agent deleted it (`session/delete`). */
+export interface AgentSessionDeleteBody {
+  agent: string;
+  sessionId: string;
+  deleted: true;
+}
+
+/**
+ * `GET /v1/sessions/:id/terminals/:terminalId`: what a client terminal of the session shows
+ * (a tool call's `{ type: 'terminal', terminalId }`): a live terminal's output now, a released
+ * one's as it was when released (the library keeps the last eight).
+ */
+export interface TerminalOutputBody {
+  sessionId: string;
+  terminalId: string;
+  output: string;
+  truncated: boolean;
+  exitStatus: { exitCode: number | null; signal: string | null } | null;
+}
+
 /** The answer of a prompt without streaming (`Accept: application/json`). */
 export interface PromptResultBody {
   sessionId: string;
@@ -179,6 +250,8 @@ export type PromptStreamLine =
   | { type: 'started'; sessionId: string }
   | { type: 'update'; sessionId: string; update: unknown }
   | { type: 'permission'; permission: PermissionRow }
+  /** An elicitation of the session waiting for an answer (`POST /v1/elicitations/:id`). */
+  | { type: 'elicitation'; elicitation: ElicitationRow }
   | { type: 'done'; sessionId: string; stopReason: string; text: string }
   | { type: 'error'; error: ApiErrorBody['error'] };
 
@@ -223,7 +296,7 @@ export interface OrphansBody extends OrphanSweepResult {
 export type OrphansKillBody = OrphanSweepResult;
 
 /** Topics of the event stream: a client subscribes to some or all (`?topics=a,b`). */
-export const EVENT_TOPICS = ['status', 'state', 'errors', 'updates', 'permissions', 'logs', 'sessions', 'orphans', 'restore'] as const;
+export const EVENT_TOPICS = ['status', 'state', 'errors', 'updates', 'permissions', 'elicitations', 'logs', 'sessions', 'orphans', 'restore', 'workspaces', 'pty', 'terminals'] as const;
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /**
@@ -251,9 +324,22 @@ export type ServerMessage = { at: number; t: string } & (
   | { type: 'session:turn'; agent: string; sessionId: string; turn: { prompt: unknown[] } | { stopReason: string } | { error: { kind: string; message: string } } }
   /** topic `sessions`: a session opened, changed status, or closed. */
   | { type: 'session:status'; agent: string; sessionId: string; status: string }
+  /**
+   * topic `sessions`: one field of a session's state changed (docs/acp.md, "Session state"):
+   * `modes`, `configOptions`, `commands`, `plan`, `usage`, `title` or `models`, with its new
+   * value — the library's `session:state`. A change to the same value is not sent.
+   */
+  | ({ type: 'session:state'; agent: string; sessionId: string } & SessionStateChange)
   /** topic `permissions`. */
   | { type: 'permission:request'; permission: PermissionRow }
   | { type: 'permission:resolved'; id: string; agent: string; sessionId: string; outcome: PermissionAnswerBody['outcome'] }
+  /** topic `elicitations`: an agent asks for a form's values or a URL visited; answer with `POST /v1/elicitations/:id`. */
+  | { type: 'elicitation:request'; elicitation: ElicitationRow }
+  /**
+   * topic `elicitations`: it was answered — by a client, by the turn's cancel, by the agent
+   * withdrawing it, or by the timeout (`cancel`). The values of an `accept` are not sent.
+   */
+  | { type: 'elicitation:resolved'; id: string; agent: string; sessionId: string | null; action: ElicitationAnswerBody['action'] }
   /** topic `logs`: an agent's stderr line. */
   | { type: 'log'; agent: string; line: string }
   /** topic `orphans`: a sweep killed (or tried to kill) what crashed supervisors left — `POST /v1/orphans/kill`, or the start-up sweep under `'kill'`. */
@@ -262,6 +348,19 @@ export type ServerMessage = { at: number; t: string } & (
   | { type: 'restore:failed'; agent: string; session: { name: string; sessionId: string } | null; outcome: 'failed' | 'skipped'; error: { kind: string; message: string } }
   /** topic `restore`: the start's restore has settled: the whole report (also `GET /v1/health`'s `restore`). */
   | { type: 'restore:done'; restore: RestoreReport }
+  /** topic `workspaces`: a workspace's changed files, after files changed in it (at most one a `workspaceStatusIntervalMs`, docs/workspaces.md). */
+  | ({ type: 'workspace:status' } & SupervisorEventMap['workspace:status'])
+  /** topic `workspaces`: a workspace's owner ended and its cleanup strategy was applied: `kept`, `archived` or `removed`. */
+  | ({ type: 'workspace:cleaned' } & SupervisorEventMap['workspace:cleaned'])
+  /** topic `workspaces`: a workspace's owner ended but its cleanup was refused (`busy`, `dirty`, `failed`); it is kept for a prune. */
+  | ({ type: 'workspace:cleanup_refused' } & SupervisorEventMap['workspace:cleanup_refused'])
+  /** topic `pty`: a pty agent's CLI changed what it is doing (docs/pty.md): `starting`, `running`, `needsInput`, `stale`, `exited` (with `exitCode`, `signal`). */
+  | { type: 'pty:activity'; agent: string; state: PtyActivityState; exitCode?: number | null; signal?: string | null }
+  /**
+   * topic `terminals`: what a pty agent's terminal printed, raw (escape sequences and all) — the
+   * runtime's terminal `output` event. Dropped for a client that reads too slowly, like updates.
+   */
+  | { type: 'terminal:output'; agent: string; data: string }
   /** The client read too slowly: this many messages were dropped for it. */
   | { type: 'dropped'; count: number }
 );

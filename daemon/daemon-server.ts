@@ -18,6 +18,7 @@ import { DEFAULT_ORPHAN_POLICY, DEFAULT_PORT, ORPHAN_POLICIES, type Daemon, type
 import { EventFeed, parseTopics } from './event-feed.js';
 import { baseHeaders, sendError, sendJson, type NdjsonStream } from './http-kit.js';
 import { dashboardPage, packageVersion } from './package-assets.js';
+import { ElicitationDesk } from './elicitation-desk.js';
 import { PermissionDesk } from './permission-desk.js';
 import { createGate, hostForUrl } from './request-gate.js';
 import { Restore } from './restore.js';
@@ -43,7 +44,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   try {
     // The daemon's state is the tools' own directory (the CLI finds it there), not a program's default.
     // The orphan policy decides the start-up sweep: 'kill' is the library's sweepOnStart.
-    supervisor = createSupervisor({ handleSignals: false, permissions: 'ask', ...supervisorOptions, sweepOnStart: orphanPolicy === 'kill', stateDir: stateDir ?? false });
+    // Permissions and elicitations wait for a client's answer (the desks below), unless the options say otherwise.
+    supervisor = createSupervisor({ handleSignals: false, permissions: 'ask', elicitation: 'ask', ...supervisorOptions, sweepOnStart: orphanPolicy === 'kill', stateDir: stateDir ?? false });
   } catch (error) {
     server.close();
     throw error;
@@ -66,10 +68,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const startedAt = Date.now();
   const feed = new EventFeed();
   const permissions = new PermissionDesk(supervisor);
+  const elicitations = new ElicitationDesk(supervisor);
   const stateFile = new DaemonStateFile(stateDir);
   const sessions = new SessionDesk({
     supervisor,
     permissions,
+    elicitations,
     names: stateFile,
     onUpdate: (agent, sessionId, update) => feed.publish('updates', { type: 'session:update', agent, sessionId, update }, sessionId),
     onChange: () => restoring.record(), // never called before the restore below exists: the desk holds no session yet
@@ -96,6 +100,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     supervisor.on('error', (event) => feed.publish('errors', { type: 'agent:error', agent: event.agent, kind: event.kind, message: event.message, ...(event.class ? { class: event.class, retryAt: event.retryAt ?? null } : {}) })),
     supervisor.on('session:turn', ({ agent, sessionId, ...turn }) => feed.publish('updates', { type: 'session:turn', agent, sessionId, turn }, sessionId)),
     supervisor.on('session:status', ({ agent, sessionId, status }) => feed.publish('sessions', { type: 'session:status', agent, sessionId, status })),
+    supervisor.on('session:state', ({ agent, sessionId, ...change }) => feed.publish('sessions', { type: 'session:state', agent, sessionId, ...change })),
     supervisor.on('agent:stderr', ({ agent, line }) => feed.publish('logs', { type: 'log', agent, line })),
     supervisor.on('agent:auth_prompt', ({ agent, methodId, urls }) => feed.publish('errors', { type: 'agent:auth_prompt', agent, methodId, urls })),
     supervisor.on('orphans:swept', (result) => feed.publish('orphans', { type: 'orphans:swept', result })),
@@ -103,6 +108,19 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       requested: (permission) => feed.publish('permissions', { type: 'permission:request', permission }),
       resolved: ({ id, agent, sessionId }, outcome) => feed.publish('permissions', { type: 'permission:resolved', id, agent, sessionId, outcome }),
     }),
+    elicitations.listen({
+      requested: (elicitation) => feed.publish('elicitations', { type: 'elicitation:request', elicitation }),
+      resolved: ({ id, agent, sessionId }, { action }) => feed.publish('elicitations', { type: 'elicitation:resolved', id, agent, sessionId, action }),
+    }),
+    supervisor.on('workspace:status', (event) => feed.publish('workspaces', { type: 'workspace:status', ...event })),
+    supervisor.on('workspace:cleaned', (event) => feed.publish('workspaces', { type: 'workspace:cleaned', ...event })),
+    supervisor.on('workspace:cleanup_refused', (event) => feed.publish('workspaces', { type: 'workspace:cleanup_refused', ...event })),
+    supervisor.on('pty:activity', (event) => feed.publish('pty', { type: 'pty:activity', ...event })),
+    // A pty agent's terminal output (the runtime's terminal `output` event): its agents are registered by now.
+    ...supervisor
+      .list()
+      .filter(({ name }) => supervisor.agentSpec(name).protocol === 'pty')
+      .map(({ name }) => supervisor.terminal(name).on('output', ({ data }) => feed.publish('terminals', { type: 'terminal:output', agent: name, data }))),
   ];
 
   const streams = new Set<NdjsonStream>();
@@ -116,6 +134,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     agents,
     sessions,
     permissions,
+    elicitations,
     doctor: { agents: supervisorOptions.agents ?? {}, stateDir, storeKind },
     version: packageVersion,
     startedAt,
@@ -193,6 +212,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         for (const off of offs) off();
         agents.close();
         permissions.close();
+        elicitations.close();
         await new Promise<void>((done) => {
           server.close(() => done());
           server.closeAllConnections();

@@ -1,8 +1,8 @@
 /**
  * The WebSocket event stream (`GET /v1/events`): each client's topics and sessions, and
  * delivery that never lets a slow reader hold up the others. Status changes, errors and
- * permissions always go out; updates, logs and state moves are dropped for a client whose
- * socket buffer is full, and it is told how many (`dropped`) once it has caught up.
+ * permissions always go out; updates, logs, state moves and terminal output are dropped for
+ * a client whose socket buffer is full, and it is told how many (`dropped`) once it has caught up.
  */
 import type { WebSocket } from 'ws';
 import { EVENT_TOPICS, type EventTopic, type ServerMessage, type SubscribeMessage } from './api-types.js';
@@ -10,7 +10,7 @@ import { subscribeMessage } from './api-schemas.js';
 
 /** A client's socket buffer above this: droppable messages are dropped. */
 const HIGH_WATER_BYTES = 1024 * 1024;
-const droppable: ReadonlySet<EventTopic> = new Set(['updates', 'logs', 'state']);
+const droppable: ReadonlySet<EventTopic> = new Set(['updates', 'logs', 'state', 'terminals']);
 
 type Payload = DistributiveOmit<ServerMessage, 'at' | 't'>;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -35,6 +35,8 @@ const statusByKind: Record<string, number> = {
   session_not_found: 404,
   orphan_not_found: 404,
   permission_not_found: 404,
+  elicitation_not_found: 404,
+  terminal_not_found: 404,
   method_not_allowed: 405,
   session_busy: 409,
   session_closed: 409,

@@ -8,11 +8,30 @@ import type { Supervisor } from '../index.js';
 import { describeAgent, rowsWithUsage, rowWithUsage, unwrittenSession } from './agent-describe.js';
 import type { AgentWatch } from './agent-watch.js';
 import type { RestoreReport, StartupOrphanReport } from './daemon-types.js';
-import type { CancelBody, HealthBody, OrphansBody, OrphansKillBody, PromptResultBody, PromptStreamLine, SessionRow } from './api-types.js';
+import type {
+  AgentSessionDeleteBody,
+  AgentSessionsBody,
+  CancelBody,
+  ElicitationAnswerBody,
+  ElicitationsBody,
+  HealthBody,
+  OrphansBody,
+  OrphansKillBody,
+  PromptResultBody,
+  PromptStreamLine,
+  SessionRow,
+  TerminalOutputBody,
+} from './api-types.js';
 import {
   absoluteCwd,
+  agentSessionsQuery,
   authenticateBody,
+  elicitationAnswerBody,
   restartBody,
+  resumeAgentSessionBody,
+  setConfigBody,
+  setModeBody,
+  setModelBody,
   stopBody,
   eventLogQuery,
   killOrphansBody,
@@ -27,10 +46,12 @@ import {
   sessionsQuery,
 } from './api-schemas.js';
 import { doctorReport, type DoctorInput } from './doctor.js';
+import type { ElicitationDesk } from './elicitation-desk.js';
 import { ApiError, readJsonBody, sendJson, startNdjson, statusOfKind, wantsNdjson, type NdjsonStream } from './http-kit.js';
 import { machineSvg } from './package-assets.js';
 import type { PermissionDesk } from './permission-desk.js';
-import type { SessionDesk } from './session-desk.js';
+import type { HeldSession, PromptContent, SessionDesk } from './session-desk.js';
+import { refuseUnsupportedContent, sessionInputsOf } from './session-inputs.js';
 
 /** What the routes work with. */
 export interface RouteContext {
@@ -38,6 +59,7 @@ export interface RouteContext {
   agents: AgentWatch;
   sessions: SessionDesk;
   permissions: PermissionDesk;
+  elicitations: ElicitationDesk;
   doctor: DoctorInput;
   version: string;
   startedAt: number;
@@ -66,7 +88,7 @@ const written = Symbol('written');
 
 const routes: Array<{ method: 'GET' | 'POST'; path: RegExp; handler: Handler }> = [];
 const route = (method: 'GET' | 'POST', path: string, handler: Handler) => {
-  // `:name` matches one path segment (percent-decoded by the router).
+  // `:name` (lower case) matches one path segment (percent-decoded by the router).
   const pattern = new RegExp(`^${path.replace(/:[a-z]+/g, '([^/]+)')}$`);
   routes.push({ method, path: pattern, handler });
 };
@@ -115,6 +137,26 @@ route('GET', '/v1/agents/:name/logs', async ({ context, params, url, response })
   return { entries, next: query.tail === undefined && entries.length === (query.limit ?? 1000) ? (entries.at(-1)?.seq ?? null) : null };
 });
 
+// The agent's own sessions (session/list, resume or load, session/delete): docs/http-api.md, "The agent's own sessions".
+route('GET', '/v1/agents/:name/sessions', async ({ context, params, url }): Promise<AgentSessionsBody> => {
+  const query = parseWith(agentSessionsQuery, queryOf(url), 'query');
+  const cwd = absoluteCwd(query.cwd);
+  const page = await context.supervisor.listAgentSessions(params[0]!, { ...(cwd === undefined ? {} : { cwd }), ...(query.cursor === undefined ? {} : { cursor: query.cursor }) });
+  return { sessions: page.sessions, nextCursor: page.nextCursor };
+});
+route('POST', '/v1/agents/:name/sessions/:sid/resume', async ({ context, params, request, response }) => {
+  const body = parseWith(resumeAgentSessionBody, (await readJsonBody(request)) ?? {}, 'body');
+  context.agents.row(params[0]!); // unknown_agent before anything is looked up
+  const opened = await context.sessions.adopt(params[0]!, params[1]!, absoluteCwd(body.cwd), body.name ?? null);
+  sendJson(response, opened.opened === 'existing' ? 200 : 201, await sessionRow(context, opened.held.session.id));
+  return written;
+});
+route('POST', '/v1/agents/:name/sessions/:sid/delete', async ({ context, params, request }): Promise<AgentSessionDeleteBody> => {
+  await noBody(request);
+  await context.sessions.deleteOnAgent(params[0]!, params[1]!);
+  return { agent: params[0]!, sessionId: params[1]!, deleted: true };
+});
+
 route('GET', '/v1/sessions', async ({ context, url }) => {
   const filter = parseWith(sessionsQuery, queryOf(url), 'query');
   absoluteCwd(filter.cwd);
@@ -124,7 +166,9 @@ route('GET', '/v1/sessions', async ({ context, url }) => {
 route('POST', '/v1/sessions', async ({ context, request, response }) => {
   const body = parseWith(openSessionBody, await readJsonBody(request), 'body');
   const cwd = absoluteCwd(body.cwd);
-  const opened = body.name !== undefined ? await context.sessions.openNamed(body.agent, body.name, cwd) : await context.sessions.openUnnamed(body.agent, cwd, body.resume ?? false);
+  const inputs = await sessionInputsOf(context.supervisor, body.agent, body);
+  const opened =
+    body.name !== undefined ? await context.sessions.openNamed(body.agent, body.name, cwd, false, inputs) : await context.sessions.openUnnamed(body.agent, cwd, body.resume ?? false, inputs);
   sendJson(response, opened.opened === 'existing' ? 200 : 201, await sessionRow(context, opened.held.session.id));
   return written;
 });
@@ -136,9 +180,33 @@ route('GET', '/v1/sessions/:id/history', async ({ context, params, url }) => {
   return { entries, next: entries.length === limit ? (entries.at(-1)?.seq ?? null) : null };
 });
 route('POST', '/v1/sessions/:id/prompt', async (call) => {
-  const { text } = parseWith(sessionPromptBody, await readJsonBody(call.request), 'body');
+  const body = parseWith(sessionPromptBody, await readJsonBody(call.request), 'body');
   const held = await call.context.sessions.byId(call.params[0]!);
-  return runPrompt(call, held, text, { type: 'session', sessionId: held.session.id, name: held.name, opened: 'existing' });
+  if (body.content) await refuseUnsupportedContent(call.context.supervisor, held.session.agent, body.content);
+  return runPrompt(call, held, promptOf(body), { type: 'session', sessionId: held.session.id, name: held.name, opened: 'existing' });
+});
+// The session's controls (docs/acp.md, "Controls"): the updated row once the agent answered.
+route('POST', '/v1/sessions/:id/mode', async ({ context, params, request }) => {
+  const { modeId } = parseWith(setModeBody, await readJsonBody(request), 'body');
+  const held = await context.sessions.byId(params[0]!);
+  await held.session.setMode(modeId);
+  return sessionRow(context, held.session.id);
+});
+route('POST', '/v1/sessions/:id/config', async ({ context, params, request }) => {
+  const { configId, value } = parseWith(setConfigBody, await readJsonBody(request), 'body');
+  const held = await context.sessions.byId(params[0]!);
+  await held.session.setConfigOption(configId, value);
+  return sessionRow(context, held.session.id);
+});
+route('POST', '/v1/sessions/:id/model', async ({ context, params, request }) => {
+  const { modelId } = parseWith(setModelBody, await readJsonBody(request), 'body');
+  const held = await context.sessions.byId(params[0]!);
+  await held.session.setModel(modelId);
+  return sessionRow(context, held.session.id);
+});
+route('GET', '/v1/sessions/:id/terminals/:terminal', async ({ context, params }): Promise<TerminalOutputBody> => {
+  await sessionRow(context, params[0]!); // session_not_found before terminal_not_found
+  return context.sessions.terminalOutput(params[0]!, params[1]!);
 });
 route('POST', '/v1/sessions/:id/cancel', async ({ context, params, request }): Promise<CancelBody> => {
   await noBody(request);
@@ -154,15 +222,26 @@ route('POST', '/v1/sessions/:id/close', async ({ context, params, request }) => 
 route('POST', '/v1/prompt', async (call) => {
   const body = parseWith(promptBody, await readJsonBody(call.request), 'body');
   const name = body.session ?? 'default';
-  const opened = await call.context.sessions.openNamed(body.agent, name, absoluteCwd(body.cwd), body.new ?? false);
+  const cwd = absoluteCwd(body.cwd);
+  const inputs = await sessionInputsOf(call.context.supervisor, body.agent, body);
+  // Before the session is opened: a prompt refused for its content opens nothing.
+  if (body.content) await refuseUnsupportedContent(call.context.supervisor, body.agent, body.content);
+  const opened = await call.context.sessions.openNamed(body.agent, name, cwd, body.new ?? false, inputs);
   const first: PromptStreamLine = { type: 'session', sessionId: opened.held.session.id, name, opened: opened.opened, ...(opened.notice ? { notice: opened.notice } : {}) };
-  return runPrompt(call, opened.held, body.text, first);
+  return runPrompt(call, opened.held, promptOf(body), first);
 });
 
 route('GET', '/v1/permissions', ({ context }) => ({ permissions: context.permissions.list() }));
 route('POST', '/v1/permissions/:id', async ({ context, params, request }) => {
   const answer = parseWith(permissionAnswerBody, await readJsonBody(request), 'body');
   return { id: params[0]!, outcome: await context.permissions.answer(params[0]!, answer) };
+});
+
+route('GET', '/v1/elicitations', ({ context }): ElicitationsBody => ({ elicitations: context.elicitations.list() }));
+route('POST', '/v1/elicitations/:id', async ({ context, params, request }): Promise<ElicitationAnswerBody> => {
+  const reply = parseWith(elicitationAnswerBody, await readJsonBody(request), 'body');
+  const answer = await context.elicitations.answer(params[0]!, reply);
+  return { id: params[0]!, action: answer.action };
 });
 
 route('GET', '/v1/events/log', async ({ context, url }) => {
@@ -232,17 +311,22 @@ async function noBody(request: IncomingMessage): Promise<void> {
   }
 }
 
+/** What a prompt body sends: its `text`, or its `content` blocks (the schema lets exactly one through). */
+function promptOf(body: { text?: string | undefined; content?: PromptContent | undefined }): PromptContent {
+  return body.content ?? body.text!;
+}
+
 /** Runs a prompt: streamed line by line when asked (`Accept: application/x-ndjson`), else one JSON answer at the end. */
-async function runPrompt({ context, request, response }: Call, held: Parameters<SessionDesk['prompt']>[0], text: string, first: PromptStreamLine): Promise<unknown> {
+async function runPrompt({ context, request, response }: Call, held: HeldSession, prompt: PromptContent, first: PromptStreamLine): Promise<unknown> {
   if (wantsNdjson(request)) {
     const stream = track(context, startNdjson(response));
     stream.write(first);
-    await context.sessions.prompt(held, text, (line) => stream.write(line));
+    await context.sessions.prompt(held, prompt, (line) => stream.write(line));
     stream.end();
     return written;
   }
   let last: PromptStreamLine | undefined;
-  await context.sessions.prompt(held, text, (line) => {
+  await context.sessions.prompt(held, prompt, (line) => {
     if (line.type === 'done' || line.type === 'error') last = line;
   });
   if (last?.type === 'error') throw new ApiError(statusOfKind(last.error.kind), last.error.kind, last.error.message, last.error);

@@ -1,6 +1,6 @@
 /**
  * Answers the agent's `session/request_permission` by policy: ask the application, allow,
- * deny, or a function of the request. A request nobody answers within
+ * deny, allow the read-only tool calls and ask for the rest, or a function of the request. A request nobody answers within
  * `permissionTimeoutMs` is answered `cancelled` (the session machine times it, or this broker
  * on the supervisor's clock when no session machine holds it), and so is every pending
  * request of a turn that is cancelled.
@@ -8,7 +8,7 @@
 import type { RequestPermissionRequest, RequestPermissionResponse } from '../core/acp-types.js';
 import type { Clock } from '../core/clock.js';
 import { PendingAsks, sessionGroup } from './pending-asks.js';
-import { optionFor, type PermissionOutcome, type PermissionPolicy, type PermissionRequest } from '../core/permission-policy.js';
+import { isReadOnlyToolCall, optionFor, type PermissionOutcome, type PermissionPolicy, type PermissionRequest } from '../core/permission-policy.js';
 
 const cancelled: RequestPermissionResponse = { outcome: { outcome: 'cancelled' } };
 
@@ -53,6 +53,8 @@ export class PermissionBroker {
     this.hooks.journal?.requested(ask.id, view);
 
     if (policy === 'allow' || policy === 'deny') choose(optionFor(policy, params.options));
+    // A read-only tool call offering an allow option is allowed; anything else is asked below.
+    else if (policy === 'allow-reads' && isReadOnlyToolCall(params.toolCall) && optionFor('allow', params.options) !== undefined) choose(optionFor('allow', params.options));
     else if (typeof policy === 'function') {
       Promise.resolve()
         .then(() => policy(view))
