@@ -6,30 +6,11 @@
  * rest with the library); and, on a terminal, the questions asked one field at a time.
  */
 import { createInterface, type Interface } from 'node:readline';
+import type { ElicitationRow } from '../daemon/api-types.js';
 import type { ElicitationAnswer, ElicitationRequestView, ElicitationValue } from '../index.js';
 import { CliError } from './cli-error.js';
 import { ExitCode } from './exit-codes.js';
 import { styleFor } from './output.js';
-
-/** An elicitation waiting for an answer in the daemon (`GET /v1/elicitations`, a prompt's `elicitation` line). */
-export interface ElicitationRow {
-  /** The daemon's id for it: answer with `POST /v1/elicitations/:id`. */
-  id: string;
-  agent: string;
-  sessionId: string | null;
-  toolCallId?: string | null;
-  requestedAt?: number;
-  mode: 'form' | 'url';
-  message: string;
-  requestedSchema: ElicitationSchema | null;
-  url: string | null;
-  elicitationId?: string | null;
-}
-
-/** `GET /v1/elicitations`. */
-export interface ElicitationsBody {
-  elicitations: ElicitationRow[];
-}
 
 /** A form's schema, as the agent sent it. */
 type ElicitationSchema = NonNullable<ElicitationRequestView['requestedSchema']>;
@@ -71,13 +52,22 @@ export function fieldHint(property: Property): string {
   }
 }
 
-/** One value typed by its field's schema; an error message when it is not of that type. */
+/**
+ * One value typed by its field's schema, and checked for what is plain to see (a number's range,
+ * a text's length, the choices); an error message when it does not fit. Patterns and formats
+ * are left to the daemon, which checks the answer with the library.
+ */
 export function parseFieldValue(property: Property, text: string): ElicitationValue | { error: string } {
+  const number = (key: string) => (typeof property[key] === 'number' ? (property[key] as number) : undefined);
+  const choices = choicesOf(property);
   switch (property.type) {
     case 'integer':
     case 'number': {
       const value = Number(text.trim());
       if (text.trim() === '' || !Number.isFinite(value)) return { error: `"${text}" is not a number` };
+      if (property.type === 'integer' && !Number.isInteger(value)) return { error: `${value} is not a whole number` };
+      if (number('minimum') !== undefined && value < number('minimum')!) return { error: `${value} is below ${number('minimum')}` };
+      if (number('maximum') !== undefined && value > number('maximum')!) return { error: `${value} is above ${number('maximum')}` };
       return value;
     }
     case 'boolean': {
@@ -86,11 +76,23 @@ export function parseFieldValue(property: Property, text: string): ElicitationVa
       if (['false', 'no', 'n'].includes(word)) return false;
       return { error: `"${text}" is not true or false` };
     }
-    case 'array':
-      return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
-    default:
+    case 'array': {
+      const items = text.split(',').map((item) => item.trim()).filter((item) => item !== '');
+      const outside = choices === null ? [] : items.filter((item) => !choices.includes(item));
+      return outside.length > 0 ? { error: `${outside.map((item) => `"${item}"`).join(', ')} is not one of ${choices!.join(', ')}` } : items;
+    }
+    default: {
+      if (choices !== null && !choices.includes(text)) return { error: `"${text}" is not one of ${choices.join(', ')}` };
+      if (number('minLength') !== undefined && text.length < number('minLength')!) return { error: `it takes at least ${number('minLength')} characters` };
+      if (number('maxLength') !== undefined && text.length > number('maxLength')!) return { error: `it takes at most ${number('maxLength')} characters` };
       return text;
+    }
   }
+}
+
+/** Whether a parsed value is the error of {@link parseFieldValue}. */
+export function isFieldError(value: ElicitationValue | { error: string }): value is { error: string } {
+  return typeof value === 'object' && !Array.isArray(value);
 }
 
 /**
@@ -110,10 +112,7 @@ export function contentFromFields(row: ElicitationRow, pairs: readonly string[])
     const field = byName.get(name);
     if (!field) throw new CliError(`The form of elicitation ${row.id} has no field "${name}"`, ExitCode.usage, `its fields: ${fieldList}`, 'invalid_options');
     const value = parseFieldValue(field.property, pair.slice(equals + 1));
-    if (typeof value === 'object' && !Array.isArray(value)) throw new CliError(`--field ${name}: ${value.error}; it takes ${fieldHint(field.property)}`, ExitCode.usage, undefined, 'invalid_options');
-    const choices = choicesOf(field.property);
-    const outside = choices === null ? [] : (Array.isArray(value) ? value : [value]).filter((item) => !choices.includes(String(item)));
-    if (outside.length > 0) throw new CliError(`--field ${name}: ${outside.map((item) => `"${String(item)}"`).join(', ')} is not one of its choices; it takes ${fieldHint(field.property)}`, ExitCode.usage, undefined, 'invalid_options');
+    if (isFieldError(value)) throw new CliError(`--field ${name}: ${value.error}; it takes ${fieldHint(field.property)}`, ExitCode.usage, undefined, 'invalid_options');
     const previous = content[name];
     content[name] = Array.isArray(previous) && Array.isArray(value) ? [...previous, ...value] : value;
   }
@@ -176,10 +175,10 @@ export class ElicitationAsker {
     }
     const action = await this.question(row.mode === 'url' ? 'Done? [a]ccept, [d]ecline, [c]ancel (Enter: accept): ' : 'Fill it in? [a]ccept, [d]ecline, [c]ancel (Enter: accept): ', (reply) => {
       const word = reply.trim().toLowerCase();
-      if (word === '' || 'accept'.startsWith(word)) return 'accept';
-      if ('decline'.startsWith(word)) return 'decline';
-      if ('cancel'.startsWith(word)) return 'cancel';
-      return undefined;
+      if (word === '' || 'accept'.startsWith(word)) return 'accept' as const;
+      if ('decline'.startsWith(word)) return 'decline' as const;
+      if ('cancel'.startsWith(word)) return 'cancel' as const;
+      return { error: 'a, d or c' };
     });
     if (action === null) return null;
     if (action !== 'accept') return { action };
@@ -189,10 +188,9 @@ export class ElicitationAsker {
       const fallback = field.property.default as ElicitationValue | undefined;
       const label = `${field.property.title ?? field.name}${field.property.description ? style.dim(` — ${field.property.description}`) : ''}`;
       const note = `${fieldHint(field.property)}${field.required ? ', required' : fallback !== undefined ? `, Enter: ${String(fallback)}` : ', Enter: leave out'}`;
-      const value = await this.question(`  ${label} ${style.dim(`(${note})`)}: `, (reply) => {
-        if (reply.trim() === '') return fallback !== undefined ? fallback : field.required ? undefined : LEAVE_OUT;
-        const parsed = parseFieldValue(field.property, reply);
-        return typeof parsed === 'object' && !Array.isArray(parsed) ? undefined : parsed;
+      const value = await this.question<ElicitationValue | typeof LEAVE_OUT>(`  ${label} ${style.dim(`(${note})`)}: `, (reply) => {
+        if (reply.trim() === '') return fallback !== undefined ? fallback : field.required ? { error: 'it is required' } : LEAVE_OUT;
+        return parseFieldValue(field.property, reply);
       });
       if (value === null) return null;
       if (value !== LEAVE_OUT) content[field.name] = value;
@@ -200,8 +198,8 @@ export class ElicitationAsker {
     return { action: 'accept', content };
   }
 
-  /** One question, asked again until `accept` takes the reply; null when the asker was closed. */
-  private question<T>(text: string, accept: (reply: string) => T | undefined): Promise<T | null> {
+  /** One question, asked again (with why) until `accept` takes the reply; null when the asker was closed. */
+  private question<T>(text: string, accept: (reply: string) => T | { error: string }): Promise<T | null> {
     if (this.closed) return Promise.resolve(null);
     const readline = createInterface({ input: this.input, output: this.output, terminal: true });
     this.readline = readline;
@@ -215,7 +213,10 @@ export class ElicitationAsker {
       const ask = () =>
         readline.question(text, (reply) => {
           const value = accept(reply);
-          if (value === undefined) return ask();
+          if (isAnswerError(value)) {
+            this.output.write(`  ${styleFor(this.output).red(value.error)}\n`);
+            return ask();
+          }
           answered = true;
           resolve(value);
           readline.close();
@@ -225,6 +226,11 @@ export class ElicitationAsker {
       if (this.readline === readline) this.readline = null;
     });
   }
+}
+
+/** Whether a reply was refused (`{ error }`), not taken. */
+function isAnswerError(value: unknown): value is { error: string } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && 'error' in value;
 }
 
 /** A field left out of the content (an optional one answered with Enter). */

@@ -1,23 +1,19 @@
 /**
  * What the CLI shows of a session's state (docs/acp.md, "Session state"): its mode, model,
  * context usage, config options, commands and plan, read from the daemon's `SessionRow`
- * (docs/http-api.md). A daemon that does not send them (an older one, or a session not open
- * in it) leaves the fields out or null: every reader here takes that as "not known" (`-`).
+ * (docs/http-api.md). A session the daemon does not hold open has them null or empty (an older
+ * daemon leaves them out): every reader here takes that as "not known" (`-`).
  */
 import type { SessionRow } from '../daemon/api-types.js';
-import type { AvailableCommand, PlanEntry, SessionConfigOption, SessionModeState, SessionModelState, SessionUsage } from '../index.js';
+import type { PlanEntry, SessionConfigOption, SessionUsage } from '../index.js';
 import { oneLine } from './output.js';
 
-/** A session row with the state the daemon reports for an open session (each field absent from an older daemon). */
-export type SessionDetail = SessionRow & {
-  modes?: SessionModeState | null;
-  configOptions?: SessionConfigOption[];
-  commands?: AvailableCommand[];
-  plan?: PlanEntry[] | null;
-  usage?: SessionUsage | null;
-  title?: string | null;
-  models?: SessionModelState | null;
-};
+/**
+ * A session row with the state the daemon reports (the live session's; `null`/`[]` for one it
+ * does not hold open). Readers take an absent field as unknown too: a daemon of an older
+ * version may still run when the CLI is upgraded.
+ */
+export type SessionDetail = SessionRow;
 
 /** One value a select option offers, its groups flattened. */
 export interface OptionValue {

@@ -107,7 +107,7 @@ function offersKnown(row: SessionDetail): boolean {
 
 /** A usage error about the session's offers, kind `invalid_options` (or `unsupported` when it offers none). */
 function refusal(row: SessionDetail, message: string, hint: string | undefined, kind = 'invalid_options'): CliError {
-  return new CliError(`Session ${row.name ?? row.sessionId} of ${row.agent} ${message}`, ExitCode.usage, hint, kind);
+  return new CliError(`Session ${row.name === null ? row.sessionId : `"${row.name}"`} of ${row.agent} ${message}`, ExitCode.usage, hint, kind);
 }
 
 /** A mode the session offers, or a usage error naming its modes. */

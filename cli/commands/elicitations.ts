@@ -6,7 +6,8 @@
 import type { Command } from 'commander';
 import { CliError } from '../cli-error.js';
 import type { DaemonClient } from '../daemon-client.js';
-import { contentFromFields, fieldHint, formFields, type ElicitationRow, type ElicitationsBody } from '../elicitation-form.js';
+import type { ElicitationAnswerBody, ElicitationRow, ElicitationsBody } from '../../daemon/api-types.js';
+import { contentFromFields, fieldHint, formFields } from '../elicitation-form.js';
 import type { ElicitationAnswer } from '../../index.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatDuration, oneLine, printJson, styleFor } from '../output.js';
@@ -49,9 +50,9 @@ export function registerElicitations(program: Command): void {
         if (options.field.length > 0) throw new CliError(`Elicitation ${id} asks to open a URL: it is accepted without fields`, ExitCode.usage);
         answer = { action: 'accept' };
       } else answer = { action: 'accept', content: contentFromFields(row, options.field) };
-      const result = await client.request<unknown>('POST', elicitationPath(id), { body: answer });
-      if (options.format === 'json') return printJson(result ?? { id, ...answer });
-      if (options.format === 'text') process.stdout.write(`${id}: ${pastTense[answer.action]}\n`);
+      const result = await client.request<ElicitationAnswerBody>('POST', elicitationPath(id), { body: answer });
+      if (options.format === 'json') return printJson(result);
+      if (options.format === 'text') process.stdout.write(`${result.id}: ${pastTense[result.action]}\n`);
     });
 }
 
@@ -77,7 +78,7 @@ function elicitationColumns(now: number): Array<Column<ElicitationRow>> {
     { header: 'id', value: (row) => row.id },
     { header: 'agent', value: (row) => row.agent, flexible: true },
     { header: 'session', value: (row) => row.sessionId ?? '-', flexible: true },
-    { header: 'waiting', value: (row) => (row.requestedAt === undefined ? '-' : formatDuration(now - row.requestedAt)), align: 'right' },
+    { header: 'waiting', value: (row) => formatDuration(now - row.requestedAt), align: 'right' },
     { header: 'message', value: (row) => oneLine(row.message), flexible: true },
     { header: 'asks for', value: askedFor, flexible: true, paint: (cell, _row, style) => style.dim(cell) },
   ];

@@ -4,12 +4,12 @@
  * its queued prompts dropped).
  */
 import type { Command } from 'commander';
-import type { AgentRow, CancelBody, PromptStreamLine, SessionRow, SessionsBody } from '../../daemon/api-types.js';
+import type { AgentRow, CancelBody, ElicitationRow, PromptStreamLine, SessionRow, SessionsBody } from '../../daemon/api-types.js';
 import type { ContentBlock } from '../../index.js';
 import { CliError } from '../cli-error.js';
 import { promptText } from '../prompt-text.js';
 import { ApiError, type DaemonClient } from '../daemon-client.js';
-import { answerHint, ElicitationAsker, type ElicitationRow } from '../elicitation-form.js';
+import { answerHint, ElicitationAsker } from '../elicitation-form.js';
 import { ExitCode } from '../exit-codes.js';
 import { interrupted, onInterrupt, type StopSignal } from '../interrupt.js';
 import { oneLine, printJson, startSpinner, styleFor } from '../output.js';
@@ -27,9 +27,6 @@ interface PromptOptions extends FormatOptions, PermissionFlags {
   file: string[];
   addDir: string[];
 }
-
-/** A line of a streamed prompt, with the `elicitation` line of a daemon that forwards elicitations. */
-type PromptLine = PromptStreamLine | { type: 'elicitation'; elicitation: ElicitationRow };
 
 /** Adds `prompt` and `cancel` to the program. */
 export function registerPrompt(program: Command): void {
@@ -127,7 +124,7 @@ async function prompt(agent: string, text: string, options: PromptOptions, comma
     again: () => controller.abort(),
   });
   try {
-    for await (const line of client.stream<PromptLine>('POST', '/v1/prompt', { body, signal: controller.signal })) {
+    for await (const line of client.stream<PromptStreamLine>('POST', '/v1/prompt', { body, signal: controller.signal })) {
       const json = options.format === 'json';
       if (json) printJson(line); // the daemon's lines as they are
       switch (line.type) {
@@ -203,13 +200,16 @@ async function answerOnTerminal(client: DaemonClient, asker: ElicitationAsker, r
   }
 }
 
-/** The open session of that name (else the newest stored one); a usage error when there is none. */
-export async function namedSession(client: Awaited<ReturnType<typeof connect>>, agent: string, name: string): Promise<SessionRow> {
+/**
+ * The open session of that name (else, unless `open`, the newest stored one); a usage error
+ * (`session_not_found`) when there is none.
+ */
+export async function namedSession(client: Awaited<ReturnType<typeof connect>>, agent: string, name: string, { open = false } = {}): Promise<SessionRow> {
   const { sessions } = await client.request<SessionsBody>('GET', `/v1/sessions?agent=${encodeURIComponent(agent)}`);
   const named = sessions.filter((row) => row.agent === agent && row.name === name);
-  const session = named.find((row) => row.live) ?? named[0];
+  const session = named.find((row) => row.live) ?? (open ? undefined : named[0]);
   if (!session) {
-    throw new CliError(`Agent "${agent}" has no session named "${name}" in the daemon`, ExitCode.usage, `open one with \`agentvisor sessions new ${agent} -s ${name}\` or a prompt; the sessions: \`agentvisor sessions --agent ${agent}\``, 'session_not_found');
+    throw new CliError(`Agent "${agent}" has no ${open ? 'open ' : ''}session named "${name}" in the daemon`, ExitCode.usage, `open one with \`agentvisor sessions new ${agent} -s ${name}\` or a prompt; the sessions: \`agentvisor sessions --agent ${agent}\``, 'session_not_found');
   }
   return session;
 }

@@ -6,7 +6,8 @@
  * (`list --from-agent`, ACP session/list).
  */
 import type { Command } from 'commander';
-import type { HistoryBody, SessionRow, SessionsBody } from '../../daemon/api-types.js';
+import type { AgentSessionDeleteBody, AgentSessionsBody, HistoryBody, SessionRow, SessionsBody } from '../../daemon/api-types.js';
+import type { DaemonClient } from '../daemon-client.js';
 import type { SessionInfo, TranscriptEntry } from '../../index.js';
 import { CliError } from '../cli-error.js';
 import { ExitCode } from '../exit-codes.js';
@@ -114,10 +115,12 @@ export function registerSessions(program: Command): void {
     .addOption(formatOption())
     .action(async (target: string, options: FormatOptions & { session?: string }, command: Command) => {
       const client = await connect(command);
-      const sessionId = options.session === undefined ? target : (await namedSession(client, target, options.session)).sessionId;
-      const row = await client.request<SessionDetail>('POST', sessionPath(sessionId, '/close'));
+      const before = options.session === undefined ? await client.request<SessionDetail>('GET', sessionPath(target)) : await namedSession(client, target, options.session, { open: true });
+      // Closing what is not open changes nothing: said, not refused (as `stop` of an idle agent).
+      const row = before.live ? await client.request<SessionDetail>('POST', sessionPath(before.sessionId, '/close')) : before;
       if (options.format === 'json') return printJson(row);
-      if (options.format === 'text') process.stdout.write(`closed session ${row.sessionId} (${row.agent}${row.name ? `/${row.name}` : ''})\n`);
+      const which = `${row.sessionId} (${row.agent}${row.name ? `/${row.name}` : ''})`;
+      if (options.format === 'text') process.stdout.write(before.live ? `closed session ${which}\n` : `session ${which} is not open: nothing to close\n`);
     });
   sessions
     .command('resume')
@@ -128,19 +131,21 @@ export function registerSessions(program: Command): void {
     .option('--cwd <dir>', 'where it works (default: where the agent or the store says it worked)')
     .addOption(formatOption())
     .action(async (agent: string, sessionId: string, options: FormatOptions & { session?: string; cwd?: string }, command: Command) => {
-      const cwd = options.cwd === undefined ? undefined : await sessionCwd(options.cwd);
+      const given = options.cwd === undefined ? undefined : await sessionCwd(options.cwd);
       const client = await connect(command);
-      const body = { ...(cwd === undefined ? {} : { cwd }), ...(options.session === undefined ? {} : { name: options.session }) };
       const spinner = startSpinner(`Resuming session ${sessionId} of ${agent}…`);
-      let row: SessionDetail;
+      let answer: { status: number; body: SessionDetail };
       try {
-        row = await client.request<SessionDetail>('POST', agentPath(agent, `/sessions/${encodeURIComponent(sessionId)}/resume`), { body });
+        const cwd = given ?? (await agentSessionCwd(client, agent, sessionId));
+        const body = { ...(cwd === undefined ? {} : { cwd }), ...(options.session === undefined ? {} : { name: options.session }) };
+        answer = await client.exchange<SessionDetail>('POST', agentPath(agent, `/sessions/${encodeURIComponent(sessionId)}/resume`), { body });
       } finally {
         spinner.stop();
       }
+      const row = answer.body;
       if (options.format === 'json') return printJson(row);
       if (options.format === 'quiet') return void process.stdout.write(`${row.sessionId}\n`);
-      process.stdout.write(`${agent}${row.name ? `/${row.name}` : ''}: resumed session ${row.sessionId} in ${row.cwd}\n`);
+      process.stdout.write(`${agent}${row.name ? `/${row.name}` : ''}: ${answer.status === 201 ? 'resumed' : 'already open:'} session ${row.sessionId} in ${row.cwd}\n`);
     });
   sessions
     .command('delete')
@@ -150,8 +155,8 @@ export function registerSessions(program: Command): void {
     .addOption(formatOption())
     .action(async (agent: string, sessionId: string, options: FormatOptions, command: Command) => {
       const client = await connect(command);
-      const body = await client.request<unknown>('POST', agentPath(agent, `/sessions/${encodeURIComponent(sessionId)}/delete`));
-      if (options.format === 'json') return printJson(body ?? { agent, sessionId, deleted: true });
+      const body = await client.request<AgentSessionDeleteBody>('POST', agentPath(agent, `/sessions/${encodeURIComponent(sessionId)}/delete`));
+      if (options.format === 'json') return printJson(body);
       if (options.format === 'text') process.stdout.write(`deleted session ${sessionId} of ${agent}\n`);
     });
 }
@@ -189,7 +194,7 @@ async function agentSessions(options: ListOptions, command: Command): Promise<vo
     const query = new URLSearchParams();
     if (cwd !== undefined) query.set('cwd', cwd);
     if (cursor !== null) query.set('cursor', cursor);
-    const page = await client.request<AgentSessionsPage>('GET', agentPath(options.agent, `/sessions${query.size > 0 ? `?${query}` : ''}`));
+    const page = await client.request<AgentSessionsBody>('GET', agentPath(options.agent, `/sessions${query.size > 0 ? `?${query}` : ''}`));
     listed.push(...page.sessions);
     cursor = page.nextCursor ?? null;
   } while (cursor !== null && listed.length < options.limit);
@@ -210,10 +215,22 @@ async function agentSessions(options: ListOptions, command: Command): Promise<vo
   }
 }
 
-/** `GET /v1/agents/:name/sessions`: one page of the agent's session/list. */
-interface AgentSessionsPage {
-  sessions: SessionInfo[];
-  nextCursor: string | null;
+/**
+ * Where a session to resume works, when no --cwd says: nothing to send for one the daemon's
+ * store keeps (it knows); for one only the agent keeps, the directory its session/list shows
+ * (the agent needs it to reopen the session). `session_not_found` (exit 2) when neither has it.
+ */
+async function agentSessionCwd(client: DaemonClient, agent: string, sessionId: string): Promise<string | undefined> {
+  const { sessions } = await client.request<SessionsBody>('GET', `/v1/sessions?agent=${encodeURIComponent(agent)}`);
+  if (sessions.some((row) => row.sessionId === sessionId)) return undefined;
+  let cursor: string | null = null;
+  do {
+    const page: AgentSessionsBody = await client.request<AgentSessionsBody>('GET', agentPath(agent, `/sessions${cursor === null ? '' : `?cursor=${encodeURIComponent(cursor)}`}`));
+    const listed = page.sessions.find((info) => info.sessionId === sessionId);
+    if (listed) return listed.cwd;
+    cursor = page.nextCursor ?? null;
+  } while (cursor !== null);
+  throw new CliError(`Neither the daemon nor ${agent} keeps a session ${sessionId}`, ExitCode.usage, `the agent's own: \`agentvisor sessions --agent ${agent} --from-agent\`; the daemon's: \`agentvisor sessions --agent ${agent}\``, 'session_not_found');
 }
 
 /** The columns of `sessions list --from-agent`. */
