@@ -11,7 +11,11 @@ import { styleFor } from './output.js';
 /** What the user chose on the command line: `allow-reads` allows the read-only tool calls and asks for the rest. */
 export type PermissionMode = 'allow' | 'deny' | 'ask' | 'allow-reads';
 
-/** The ACP tool kinds that only read (`--approve-reads` allows them): read, search, fetch, think. */
+/**
+ * The ACP tool kinds that only read (`--approve-reads` allows them): read, search, fetch, think
+ * — the kinds of the library's `'allow-reads'` policy, which `prompt --approve-reads` gets in the
+ * daemon (a unit test keeps the two lists equal).
+ */
 export const READ_ONLY_TOOL_KINDS: readonly string[] = ['read', 'search', 'fetch', 'think'];
 
 type RequestView = Parameters<Extract<PermissionPolicy, (...args: never[]) => unknown>>[0];
