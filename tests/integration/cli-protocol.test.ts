@@ -528,6 +528,7 @@ describe('elicitations', () => {
 
 describe('--json', () => {
   it('works on every command that prints, before or after its name; with another --format it is refused', async () => {
+    expect((await cli('sessions', 'new', 'fx', '-s', 'work')).exitCode).toBe(0); // open already when the tests before ran
     const work = (await named('fx', 'work'))!;
     const commands = [
       ['ls'],
@@ -552,12 +553,15 @@ describe('--json', () => {
       ['cancel', 'fx', '-s', 'work'],
       ['start', 'fx'],
     ];
+    // After the command's name for each; before it for every other one (the option is global either way).
+    const runs = commands.map((args, index) => (index % 2 === 0 ? [...args, '--json'] : ['--json', ...args]));
     // A few at a time: forty CLI processes at once would measure the host, not the CLI.
-    const runs = commands.flatMap((args) => [() => cli(...args, '--json'), () => cli('--json', ...args)]);
-    const results: Array<Awaited<ReturnType<typeof cli>>> = [];
-    for (let index = 0; index < runs.length; index += 4) results.push(...(await Promise.all(runs.slice(index, index + 4).map((run) => run()))));
-    results.forEach((result, index) => {
-      const args = commands[Math.floor(index / 2)]!.join(' ');
+    const results: Array<Awaited<ReturnType<typeof cli>> & { args: string }> = [];
+    for (let index = 0; index < runs.length; index += 4) {
+      results.push(...(await Promise.all(runs.slice(index, index + 4).map(async (args) => ({ ...(await cli(...args)), args: args.join(' ') })))));
+    }
+    results.forEach((result) => {
+      const { args } = result;
       expect(result.exitCode, `${args}: ${result.stderr}`).toBe(0);
       expect(result.stdout, args).not.toBe('');
       expect(() => jsonLines(result.stdout), `${args}: ${result.stdout}`).not.toThrow();
