@@ -22,13 +22,17 @@ import { formatBytes } from './output.js';
  */
 export const DAEMON_BODY_LIMIT_BYTES = 1024 * 1024;
 
-/** A file read for a prompt: its block, and what it weighs. */
+/** A file read for a prompt: what it is, and what it weighs. */
 export interface PromptFile {
+  /** As given on the command line, for messages. */
+  given: string;
   path: string;
-  block: ContentBlock;
+  uri: string;
+  data: Buffer;
   /** The file's size on disk. */
   bytes: number;
   kind: 'image' | 'text';
+  mimeType: string;
 }
 
 /** The image types a prompt takes, by their first bytes. */
@@ -70,11 +74,12 @@ export function isText(data: Buffer): boolean {
 }
 
 /**
- * Reads one `--file` (relative to the current directory) into its block. A file larger than
- * the daemon's body limit is refused before it is read; one that is neither an image nor text
- * is refused with what the CLI takes.
+ * Reads one `--file` (relative to the current directory) and tells what it is. A file larger
+ * than the daemon's body limit is refused before it is read; one that is neither an image nor
+ * text is refused with what the CLI takes. Nothing here needs the daemon: a bad file is told
+ * before one is asked (or started).
  */
-export function readPromptFile(given: string, capabilities: PromptCapabilities | null | undefined): PromptFile {
+export function readPromptFile(given: string): PromptFile {
   const path = resolve(given);
   let size: number;
   try {
@@ -87,24 +92,29 @@ export function readPromptFile(given: string, capabilities: PromptCapabilities |
   }
   if (size > DAEMON_BODY_LIMIT_BYTES) throw tooLarge(`--file ${given} is ${formatBytes(size)}`, [`${given}: ${formatBytes(size)}`]);
   const data = readFileSync(path);
-  const uri = pathToFileURL(path).href;
+  const file = { given, path, uri: pathToFileURL(path).href, data, bytes: size };
   const image = imageSignatures.find((signature) => signature.matches(data));
-  if (image) {
-    if (capabilities?.image !== true) {
-      throw new CliError(`--file ${given} is an image (${image.mimeType}), and the agent takes none (its promptCapabilities.image is not set)`, ExitCode.usage, 'send it as a path in the text instead, or to an agent that takes images', 'unsupported');
-    }
-    return { path, bytes: size, kind: 'image', block: { type: 'image', data: data.toString('base64'), mimeType: image.mimeType, uri } };
-  }
+  if (image) return { ...file, kind: 'image', mimeType: image.mimeType };
   if (!isText(data)) {
     throw new CliError(`--file ${given} is neither text nor a PNG, JPEG, GIF or WebP image: only those go with a prompt`, ExitCode.usage, undefined, 'invalid_options');
   }
-  const mimeType = textTypes[extname(path).toLowerCase()] ?? 'text/plain';
-  // Without embedded context the agent gets a link to the file and reads it itself (the library's fileBlock() does the same).
-  const block: ContentBlock =
-    capabilities?.embeddedContext === true
-      ? { type: 'resource', resource: { uri, mimeType, text: data.toString('utf8') } }
-      : { type: 'resource_link', uri, name: basename(path), mimeType, size };
-  return { path, bytes: size, kind: 'text', block };
+  return { ...file, kind: 'text', mimeType: textTypes[extname(path).toLowerCase()] ?? 'text/plain' };
+}
+
+/**
+ * The content block of a file for an agent that advertised `capabilities`: an image only when
+ * it takes images (else `unsupported`, exit 2); a text file embedded when it takes embedded
+ * context, else a link for it to read (the library's `fileBlock()` does the same).
+ */
+export function fileBlock(file: PromptFile, capabilities: PromptCapabilities | null | undefined): ContentBlock {
+  if (file.kind === 'image') {
+    if (capabilities?.image !== true) {
+      throw new CliError(`--file ${file.given} is an image (${file.mimeType}), and the agent takes none (its promptCapabilities.image is not set)`, ExitCode.usage, 'send it as a path in the text instead, or to an agent that takes images', 'unsupported');
+    }
+    return { type: 'image', data: file.data.toString('base64'), mimeType: file.mimeType, uri: file.uri };
+  }
+  if (capabilities?.embeddedContext === true) return { type: 'resource', resource: { uri: file.uri, mimeType: file.mimeType, text: file.data.toString('utf8') } };
+  return { type: 'resource_link', uri: file.uri, name: basename(file.path), mimeType: file.mimeType, size: file.bytes };
 }
 
 /** Exit 2, `too_large`: the request would be over the daemon's limit. */

@@ -1,7 +1,7 @@
 /**
  * `agentvisor prompt`: a prompt (and files) to a named session in the daemon, streamed back as
- * `run` streams it — an elicitation asked on the terminal when there is one; and `agentvisor cancel`: the running turn of a named session cancelled (and
- * its queued prompts dropped).
+ * `run` streams it, an elicitation asked on the terminal when there is one; and `agentvisor
+ * cancel`: the running turn of a named session cancelled (and its queued prompts dropped).
  */
 import type { Command } from 'commander';
 import type { AgentRow, CancelBody, ElicitationRow, PromptStreamLine, SessionRow, SessionsBody } from '../../daemon/api-types.js';
@@ -14,7 +14,7 @@ import { ExitCode } from '../exit-codes.js';
 import { interrupted, onInterrupt, type StopSignal } from '../interrupt.js';
 import { oneLine, printJson, startSpinner, styleFor } from '../output.js';
 import { describeToolCall } from '../permission-prompt.js';
-import { checkBodySize, readPromptFile } from '../prompt-files.js';
+import { checkBodySize, fileBlock, readPromptFile, type PromptFile } from '../prompt-files.js';
 import { TurnPrinter } from '../turn-printer.js';
 import { agentPath, connect } from './agents.js';
 import { elicitationPath } from './elicitations.js';
@@ -69,7 +69,7 @@ export function registerPrompt(program: Command): void {
  * `promptCapabilities` — read from the daemon, the agent started first when it has no
  * connection (the prompt would start it anyway) — and the whole against the daemon's body limit.
  */
-async function promptInput(client: DaemonClient, agent: string, text: string, files: readonly string[]): Promise<{ text: string } | { content: ContentBlock[] }> {
+async function promptInput(client: DaemonClient, agent: string, text: string, files: readonly PromptFile[]): Promise<{ text: string } | { content: ContentBlock[] }> {
   if (files.length === 0) return { text };
   let row = await client.request<AgentRow>('GET', agentPath(agent));
   if (row.agentCapabilities === null) {
@@ -80,10 +80,10 @@ async function promptInput(client: DaemonClient, agent: string, text: string, fi
       spinner.stop();
     }
   }
-  const read = files.map((file) => readPromptFile(file, row.agentCapabilities?.promptCapabilities));
-  const content: ContentBlock[] = [...(text === '' ? [] : [{ type: 'text' as const, text }]), ...read.map((file) => file.block)];
-  checkBodySize({ agent, content }, read);
-  const linked = read.filter((file) => file.block.type === 'resource_link');
+  const blocks = files.map((file) => fileBlock(file, row.agentCapabilities?.promptCapabilities));
+  const content: ContentBlock[] = [...(text === '' ? [] : [{ type: 'text' as const, text }]), ...blocks];
+  checkBodySize({ agent, content }, files);
+  const linked = files.filter((_file, index) => blocks[index]!.type === 'resource_link');
   if (linked.length > 0) process.stderr.write(styleFor(process.stderr).dim(`· ${agent} takes no embedded files: sent as links for it to read (${linked.map((file) => file.path).join(', ')})\n`));
   return { content };
 }
@@ -93,8 +93,10 @@ async function prompt(agent: string, text: string, options: PromptOptions, comma
   const cwd = await sessionCwd(options.cwd);
   const additionalDirectories = await Promise.all(options.addDir.map((dir) => sessionCwd(dir, 'Option --add-dir')));
   const permissions = permissionsPolicy(options);
+  // The files too: one that is missing, too large or of no kind a prompt takes is told before the daemon is asked.
+  const files = options.file.map(readPromptFile);
   const client = await connect(command);
-  const input = await promptInput(client, agent, text, options.file);
+  const input = await promptInput(client, agent, text, files);
   const printer = new TurnPrinter(options.format);
   const style = styleFor(process.stderr);
   const controller = new AbortController();

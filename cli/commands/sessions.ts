@@ -196,14 +196,16 @@ async function agentSessions(options: ListOptions, command: Command): Promise<vo
     if (cursor !== null) query.set('cursor', cursor);
     const page = await client.request<AgentSessionsBody>('GET', agentPath(options.agent, `/sessions${query.size > 0 ? `?${query}` : ''}`));
     listed.push(...page.sessions);
-    cursor = page.nextCursor ?? null;
+    // An empty page that still has a cursor would page forever: an agent's bug, stopped here.
+    cursor = page.sessions.length === 0 ? null : (page.nextCursor ?? null);
   } while (cursor !== null && listed.length < options.limit);
   const kept = new Map((await client.request<SessionsBody>('GET', `/v1/sessions?agent=${encodeURIComponent(options.agent)}`)).sessions.map((row) => [row.sessionId, row]));
   const rows: AgentSessionRow[] = listed.slice(0, options.limit).map((info) => {
     const row = kept.get(info.sessionId);
     return { ...info, daemon: row ? (row.live ? 'open' : 'stored') : null };
   });
-  // A cursor that goes on from the last row shown: the agent's own when the whole page was shown.
+  // The agent's cursors go by pages: when --limit cut one, none resumes after the last row shown
+  // (`nextCursor` null, `more` true: a larger --limit shows them).
   const more = listed.length > options.limit || cursor !== null;
   if (options.format === 'json') return printJson({ sessions: rows, nextCursor: listed.length > options.limit ? null : cursor, more });
   if (options.format === 'quiet') return void process.stdout.write(rows.map((row) => `${row.sessionId}\n`).join(''));
@@ -215,6 +217,9 @@ async function agentSessions(options: ListOptions, command: Command): Promise<vo
   }
 }
 
+/** How many pages of an agent's session/list `resume` reads to find a session's directory (then --cwd says it). */
+const maxPagesSearched = 100;
+
 /**
  * Where a session to resume works, when no --cwd says: nothing to send for one the daemon's
  * store keeps (it knows); for one only the agent keeps, the directory its session/list shows
@@ -224,13 +229,19 @@ async function agentSessionCwd(client: DaemonClient, agent: string, sessionId: s
   const { sessions } = await client.request<SessionsBody>('GET', `/v1/sessions?agent=${encodeURIComponent(agent)}`);
   if (sessions.some((row) => row.sessionId === sessionId)) return undefined;
   let cursor: string | null = null;
-  do {
+  for (let pages = 0; pages < maxPagesSearched; pages++) {
     const page: AgentSessionsBody = await client.request<AgentSessionsBody>('GET', agentPath(agent, `/sessions${cursor === null ? '' : `?cursor=${encodeURIComponent(cursor)}`}`));
     const listed = page.sessions.find((info) => info.sessionId === sessionId);
     if (listed) return listed.cwd;
-    cursor = page.nextCursor ?? null;
-  } while (cursor !== null);
-  throw new CliError(`Neither the daemon nor ${agent} keeps a session ${sessionId}`, ExitCode.usage, `the agent's own: \`agentvisor sessions --agent ${agent} --from-agent\`; the daemon's: \`agentvisor sessions --agent ${agent}\``, 'session_not_found');
+    cursor = page.sessions.length === 0 ? null : (page.nextCursor ?? null);
+    if (cursor === null) break;
+  }
+  throw new CliError(
+    `Neither the daemon nor ${agent} keeps a session ${sessionId}`,
+    ExitCode.usage,
+    `the agent's own: \`agentvisor sessions --agent ${agent} --from-agent\`; the daemon's: \`agentvisor sessions --agent ${agent}\`; or give its --cwd`,
+    'session_not_found',
+  );
 }
 
 /** The columns of `sessions list --from-agent`. */

@@ -570,7 +570,7 @@ describe('--json', () => {
     expect(conflict.exitCode).toBe(2);
     expect(conflict.stderr).toContain('--json and --format text say different things: give one of them');
     expect((await cli('ls', '--json', '--format', 'json')).exitCode).toBe(0);
-  });
+  }, 600_000); // some twenty CLI processes, each a Node start: minutes on a host loaded by other test files
 });
 
 describe('logs -f', () => {

@@ -15,7 +15,7 @@ import { READ_ONLY_TOOL_KINDS as libraryReadOnlyKinds } from '../../core/permiss
 import { CliError } from '../../cli/cli-error.js';
 import { contentFromFields, fieldHint, parseFieldValue } from '../../cli/elicitation-form.js';
 import { PermissionAsker, READ_ONLY_TOOL_KINDS } from '../../cli/permission-prompt.js';
-import { checkBodySize, DAEMON_BODY_LIMIT_BYTES, isText, readPromptFile } from '../../cli/prompt-files.js';
+import { checkBodySize, DAEMON_BODY_LIMIT_BYTES, fileBlock, isText, readPromptFile } from '../../cli/prompt-files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentvisor-prompt-inputs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -25,6 +25,8 @@ const file = (name: string, data: string | Buffer) => {
 };
 const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
 const all = { image: true, embeddedContext: true };
+/** The block a file becomes for an agent with these prompt capabilities. */
+const blockOf = (path: string, capabilities: Parameters<typeof fileBlock>[1]) => fileBlock(readPromptFile(path), capabilities);
 
 function refusal(act: () => unknown): { message: string; kind?: string | undefined; exitCode: number } {
   try {
@@ -45,32 +47,31 @@ describe('prompt --file', () => {
       ['pic', Buffer.concat([Buffer.from('RIFF'), Buffer.from([0, 0, 0, 0]), Buffer.from('WEBPVP8 ')]), 'image/webp'],
     ];
     for (const [name, data, mimeType] of cases) {
-      const read = readPromptFile(file(name, data), all);
-      expect(read.block).toEqual({ type: 'image', data: data.toString('base64'), mimeType, uri: pathToFileURL(join(dir, name)).href });
+      expect(blockOf(file(name, data), all)).toEqual({ type: 'image', data: data.toString('base64'), mimeType, uri: pathToFileURL(join(dir, name)).href });
     }
   });
 
   it('sends text as an embedded resource with a file:// uri, or as a link when the agent takes no embedded context', () => {
     const path = file('notes.md', '# Notes\nsome text\n');
-    expect(readPromptFile(path, all).block).toEqual({ type: 'resource', resource: { uri: pathToFileURL(path).href, mimeType: 'text/markdown', text: '# Notes\nsome text\n' } });
-    expect(readPromptFile(path, { image: true }).block).toEqual({ type: 'resource_link', uri: pathToFileURL(path).href, name: 'notes.md', mimeType: 'text/markdown', size: 18 });
-    expect(readPromptFile(file('plain', 'x'), all).block).toMatchObject({ resource: { mimeType: 'text/plain' } });
+    expect(blockOf(path, all)).toEqual({ type: 'resource', resource: { uri: pathToFileURL(path).href, mimeType: 'text/markdown', text: '# Notes\nsome text\n' } });
+    expect(blockOf(path, { image: true })).toEqual({ type: 'resource_link', uri: pathToFileURL(path).href, name: 'notes.md', mimeType: 'text/markdown', size: 18 });
+    expect(blockOf(file('plain', 'x'), all)).toMatchObject({ resource: { mimeType: 'text/plain' } });
   });
 
   it('refuses an image the agent takes none of, a binary that is no image, a missing file, a folder, and a file over the limit', () => {
-    expect(refusal(() => readPromptFile(file('a.png', png), { embeddedContext: true }))).toMatchObject({ kind: 'unsupported', exitCode: 2 });
-    expect(refusal(() => readPromptFile(file('a.png', png), null)).message).toContain('the agent takes none (its promptCapabilities.image is not set)');
-    expect(refusal(() => readPromptFile(file('blob', Buffer.from([1, 0, 2, 3])), all))).toMatchObject({ message: expect.stringContaining('is neither text nor a PNG, JPEG, GIF or WebP image'), exitCode: 2 });
-    expect(refusal(() => readPromptFile(file('latin1', Buffer.from([0x63, 0x61, 0x66, 0xe9])), all)).message).toContain('neither text nor');
-    expect(refusal(() => readPromptFile(join(dir, 'missing.txt'), all)).message).toBe(`--file ${join(dir, 'missing.txt')}: ${join(dir, 'missing.txt')} does not exist`);
-    expect(refusal(() => readPromptFile(dir, all)).message).toContain('is not a file');
-    expect(refusal(() => readPromptFile(file('big.txt', Buffer.alloc(DAEMON_BODY_LIMIT_BYTES + 1, 'a')), all))).toMatchObject({ kind: 'too_large', exitCode: 2 });
+    expect(refusal(() => blockOf(file('a.png', png), { embeddedContext: true }))).toMatchObject({ kind: 'unsupported', exitCode: 2 });
+    expect(refusal(() => blockOf(file('a.png', png), null)).message).toContain('the agent takes none (its promptCapabilities.image is not set)');
+    expect(refusal(() => readPromptFile(file('blob', Buffer.from([1, 0, 2, 3]))))).toMatchObject({ message: expect.stringContaining('is neither text nor a PNG, JPEG, GIF or WebP image'), exitCode: 2 });
+    expect(refusal(() => readPromptFile(file('latin1', Buffer.from([0x63, 0x61, 0x66, 0xe9])))).message).toContain('neither text nor');
+    expect(refusal(() => readPromptFile(join(dir, 'missing.txt'))).message).toBe(`--file ${join(dir, 'missing.txt')}: ${join(dir, 'missing.txt')} does not exist`);
+    expect(refusal(() => readPromptFile(dir)).message).toContain('is not a file');
+    expect(refusal(() => readPromptFile(file('big.txt', Buffer.alloc(DAEMON_BODY_LIMIT_BYTES + 1, 'a'))))).toMatchObject({ kind: 'too_large', exitCode: 2 });
   });
 
   it('refuses a request over the daemon body limit before it is sent, naming each file and its weight as base64', () => {
-    const image = readPromptFile(file('large.png', Buffer.concat([png, Buffer.alloc(900 * 1024)])), all);
+    const image = readPromptFile(file('large.png', Buffer.concat([png, Buffer.alloc(900 * 1024)])));
     expect(() => checkBodySize({ content: [{ type: 'text', text: 'hi' }] }, [])).not.toThrow();
-    const refused = refusal(() => checkBodySize({ content: [image.block] }, [image]));
+    const refused = refusal(() => checkBodySize({ content: [fileBlock(image, all)] }, [image]));
     expect(refused).toMatchObject({ kind: 'too_large', exitCode: 2 });
     expect(refused.message).toMatch(/^The prompt with its files is 1\.\d+ MiB: over the 1\.00 MiB the daemon reads in one request$/);
   });
