@@ -14,6 +14,9 @@ import { ApiError, errorBody } from './http-kit.js';
 import type { DaemonStateFile, OpenNamedSession } from './daemon-state-file.js';
 import type { PermissionDesk } from './permission-desk.js';
 
+/** ACP's JSON-RPC error code for an unknown resource: what an agent answers for a session id it does not know. */
+const resourceNotFound = -32002;
+
 /** Where a prompt's lines go: a stream, or a collector for a plain JSON answer. */
 export type PromptSink = (line: PromptStreamLine) => void;
 
@@ -158,19 +161,27 @@ export class SessionDesk {
   async adopt(agent: string, sessionId: string, cwd: string | undefined, name: string | null): Promise<Opened> {
     let opened: Opened;
     const held = this.held.get(sessionId);
-    if (held && held.session.agent === agent && held.session.status !== 'stopped') {
-      refuseOtherCwd(agent, name ?? sessionId, held.session.cwd, cwd);
-      if (held.session.status === 'failed' && !held.running) await held.session.resume();
-      opened = { held, opened: 'existing' };
+    const own = held !== undefined && held.session.agent === agent ? held : undefined;
+    if (own && own.session.status !== 'stopped') {
+      refuseOtherCwd(agent, name ?? sessionId, own.session.cwd, cwd);
+      if (own.session.status === 'failed' && !own.running) await own.session.resume();
+      opened = { held: own, opened: 'existing' };
     } else {
-      if (held) this.release(held);
+      if (own) this.release(own);
       const stored = (await this.options.supervisor.sessions({ agent })).some((session) => session.sessionId === sessionId);
       if (!stored && cwd === undefined) {
         throw new ApiError(400, 'invalid_options', `Session ${sessionId} of agent "${agent}" is not in the daemon's store: give its cwd (the directory session/list shows for it)`, { agent });
       }
-      const session = stored
-        ? await this.options.supervisor.resumeSession(sessionId, { agent, ...(cwd === undefined ? {} : { cwd }) })
-        : await this.options.supervisor.loadSession(agent, sessionId, { cwd: cwd! });
+      const session = await (stored
+        ? this.options.supervisor.resumeSession(sessionId, { agent, ...(cwd === undefined ? {} : { cwd }) })
+        : this.options.supervisor.loadSession(agent, sessionId, { cwd: cwd! })
+      ).catch((error: unknown) => {
+        // The agent's "Resource not found" (-32002) for the very id asked about: that session is unknown to it.
+        if (error instanceof AgentError && error.kind === 'protocol_error' && (error.cause as { code?: unknown } | undefined)?.code === resourceNotFound) {
+          throw new ApiError(404, 'session_not_found', `Agent "${agent}" does not know session ${sessionId}: ${error.message}`, { agent });
+        }
+        throw error;
+      });
       const existing = this.held.get(session.id);
       opened = existing ? { held: existing, opened: 'existing' } : { held: this.hold(session, null), opened: 'resumed' };
     }
