@@ -73,11 +73,17 @@ export class DaemonClient {
 
   /** Sends one request and resolves with its parsed JSON answer (undefined for an empty one). */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return (await this.exchange<T>(method, path, options)).body;
+  }
+
+  /** As {@link request}, with the answer's HTTP status (`POST /v1/sessions`: 201 opened, 200 already open). */
+  async exchange<T>(method: string, path: string, options: RequestOptions = {}): Promise<{ status: number; body: T }> {
     const response = await this.send(method, path, 'application/json', options);
+    const status = response.statusCode ?? 0;
     const text = await readAll(response);
-    if (text.trim() === '') return undefined as T;
+    if (text.trim() === '') return { status, body: undefined as T };
     try {
-      return JSON.parse(text) as T;
+      return { status, body: JSON.parse(text) as T };
     } catch {
       throw new CliError(`The daemon answered ${method} ${path} with something that is not JSON`, ExitCode.internal);
     }

@@ -55,6 +55,8 @@ const usageKinds = new Set([
   'payload_too_large',
   'session_not_found',
   'permission_not_found',
+  'elicitation_not_found', // elicitations answer: no such request waits (answered, or its turn ended)
+  'terminal_not_found', // a session's terminal it never had
   'orphan_not_found', // orphans --pid: a pid that is no leftover of a crashed supervisor
   'not_supported',
   'unsupported',

@@ -18,6 +18,10 @@ import { registerServe } from './commands/serve.js';
 import { registerSessions } from './commands/sessions.js';
 import { registerStartup } from './commands/startup.js';
 import { ExitCode, exitCodesHelp } from './exit-codes.js';
+import { applyJsonFlag } from './commands/options.js';
+import { registerControls } from './commands/controls.js';
+import { registerElicitations } from './commands/elicitations.js';
+import { registerStatus } from './commands/status.js';
 import { commanderErrorText, reportError } from './report-error.js';
 import { packageVersion } from './version.js';
 
@@ -30,6 +34,7 @@ function buildProgram(): Command {
     .option('--state-dir <dir>', 'where state lives (default: the config\'s stateDir, $AGENTVISOR_STATE_DIR, ~/.local/state/agentvisor)')
     .option('--no-color', 'no colours (as NO_COLOR=1 does)')
     .option('--no-autostart', 'never start a daemon when none runs (as AGENTVISOR_NO_AUTOSTART=1 does)')
+    .option('--json', 'print JSON: the same as --format json, for every command that prints')
     .exitOverride()
     // Commander's own errors (an unknown option, a bad choice) in the form of every other: `agentvisor: <message>`.
     .configureOutput({ outputError: (text, write) => write(commanderErrorText(text)) })
@@ -37,6 +42,7 @@ function buildProgram(): Command {
     .addHelpText('after', exitCodesHelp());
   program.hook('preAction', (_program, action) => {
     if (action.optsWithGlobals<{ color?: boolean }>().color === false) process.env.NO_COLOR = '1';
+    applyJsonFlag(action);
   });
   registerRun(program);
   registerServe(program);
@@ -50,6 +56,9 @@ function buildProgram(): Command {
   registerStartup(program);
   registerMonit(program);
   registerOrphans(program);
+  registerStatus(program);
+  registerControls(program);
+  registerElicitations(program);
   return program;
 }
 

@@ -1,14 +1,22 @@
 /**
  * How `agentvisor run` answers an agent's permission requests: `--approve-all`,
- * `--deny-all`, or — neither given — by asking on the terminal when stdin is one, and
+ * `--deny-all`, `--approve-reads` (the read-only tool calls allowed, the rest as with no flag),
+ * or — none given — by asking on the terminal when stdin is one, and
  * otherwise denying with a word on stderr about `--approve-all`.
  */
 import { createInterface, type Interface } from 'node:readline';
 import type { PermissionPolicy } from '../index.js';
 import { styleFor } from './output.js';
 
-/** What the user chose on the command line. */
-export type PermissionMode = 'allow' | 'deny' | 'ask';
+/** What the user chose on the command line: `allow-reads` allows the read-only tool calls and asks for the rest. */
+export type PermissionMode = 'allow' | 'deny' | 'ask' | 'allow-reads';
+
+/**
+ * The ACP tool kinds that only read (`--approve-reads` allows them): read, search, fetch, think
+ * — the kinds of the library's `'allow-reads'` policy, which `prompt --approve-reads` gets in the
+ * daemon (a unit test keeps the two lists equal).
+ */
+export const READ_ONLY_TOOL_KINDS: readonly string[] = ['read', 'search', 'fetch', 'think'];
 
 type RequestView = Parameters<Extract<PermissionPolicy, (...args: never[]) => unknown>>[0];
 /** An option as the library or the daemon's API shows it. */
@@ -42,8 +50,12 @@ export class PermissionAsker {
 
   /** The policy for `mode`: a fixed answer, or a function that asks (or denies when it cannot). */
   policy(mode: PermissionMode): PermissionPolicy {
-    if (mode !== 'ask') return mode;
+    if (mode === 'allow' || mode === 'deny') return mode;
     return (request) => {
+      if (mode === 'allow-reads' && READ_ONLY_TOOL_KINDS.includes(request.toolCall.kind ?? '')) {
+        const allow = allowOption(request.options);
+        if (allow !== undefined) return allow;
+      }
       if (!this.input.isTTY) {
         this.output.write(`agentvisor: denied permission for "${describeToolCall(request.toolCall)}" (no terminal to ask on); --approve-all would allow it\n`);
         return rejectOption(request.options);

@@ -6,8 +6,13 @@
 import { CliError } from './cli-error.js';
 import { ExitCode } from './exit-codes.js';
 
-export async function promptText(words: readonly string[], usage: string): Promise<string> {
+/**
+ * The prompt's text. `optional` (a prompt that has files): no words is no text, and stdin is read
+ * only for `-`.
+ */
+export async function promptText(words: readonly string[], usage: string, { optional = false } = {}): Promise<string> {
   if (words.length > 0 && !(words.length === 1 && words[0] === '-')) return words.join(' ');
+  if (optional && words.length === 0) return '';
   if (process.stdin.isTTY) throw new CliError(`Give a prompt: ${usage}, or pipe one on stdin`, ExitCode.usage);
   let text = '';
   process.stdin.setEncoding('utf8');

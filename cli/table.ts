@@ -6,6 +6,7 @@
  */
 import { formatBytes, formatDuration, formatPercent, oneLine, type Style } from './output.js';
 import type { AgentRow } from '../daemon/api-types.js';
+import { currentMode, currentModel, usageText, type SessionDetail } from './session-view.js';
 
 /** One column: its header, how to get a row's cell, and how it may be laid out. */
 export interface Column<T> {
@@ -80,8 +81,19 @@ const statusPaint: Record<string, keyof Omit<Style, 'enabled'>> = {
   idle: 'dim',
 };
 
-/** The columns of `agentvisor ls`, pm2-like; `now` for the uptime; cpu and mem from the row's `usage`. */
-export function agentColumns(now: number): Array<Column<AgentRow>> {
+/**
+ * The columns of `agentvisor ls`, pm2-like; `now` for the uptime; cpu and mem from the row's
+ * `usage`. With `focus` (the session `ls` shows of each agent: session-view.ts's
+ * `focusSession`), also that session's mode, model and context usage.
+ */
+export function agentColumns(now: number, focus?: (agent: string) => SessionDetail | undefined): Array<Column<AgentRow>> {
+  const sessionColumns: Array<Column<AgentRow>> = focus
+    ? [
+        { header: 'mode', value: (row) => orDash(focus(row.name), currentMode), flexible: true },
+        { header: 'model', value: (row) => orDash(focus(row.name), currentModel), flexible: true },
+        { header: 'usage', value: (row) => usageText(focus(row.name)?.usage), align: 'right' },
+      ]
+    : [];
   return [
     // Never cut: a name is what a user types next (`agentvisor logs NAME`).
     { header: 'name', value: (row) => row.name },
@@ -94,6 +106,7 @@ export function agentColumns(now: number): Array<Column<AgentRow>> {
     { header: 'cpu', value: (row) => (row.usage ? formatPercent(row.usage.cpuPercent) : '-'), align: 'right' },
     { header: 'mem', value: (row) => (row.usage ? formatBytes(row.usage.memoryBytes) : '-'), align: 'right' },
     { header: 'sessions', value: (row) => String(row.sessions), align: 'right' },
+    ...sessionColumns,
     {
       header: 'last error',
       value: (row) => (row.lastError ? `${row.lastError.kind}: ${row.lastError.message}` : '-'),
@@ -101,4 +114,9 @@ export function agentColumns(now: number): Array<Column<AgentRow>> {
       paint: (cell, row, style) => (row.lastError ? style.red(cell) : style.dim(cell)),
     },
   ];
+}
+
+/** A session's value, `-` without a session or a value. */
+function orDash(session: SessionDetail | undefined, read: (row: SessionDetail) => string | null): string {
+  return (session && read(session)) ?? '-';
 }

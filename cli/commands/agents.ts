@@ -12,6 +12,7 @@ import { DaemonClient } from '../daemon-client.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson, startSpinner, styleFor } from '../output.js';
 import { processAlive } from '../process-alive.js';
+import { currentMode, currentModel, focusSession, type SessionDetail } from '../session-view.js';
 import { agentColumns, renderTable } from '../table.js';
 import { formatOption, integerOption, type FormatOptions } from './options.js';
 
@@ -36,6 +37,19 @@ export async function connect(command: Command, { autostart = true }: { autostar
   return DaemonClient.connect(stateDir);
 }
 
+/** The agents and the sessions of the daemon, and for each agent the session `ls` shows (session-view.ts's `focusSession`). */
+export async function agentsWithSessions(client: DaemonClient): Promise<{ agents: AgentRow[]; sessions: SessionDetail[]; focus: (agent: string) => SessionDetail | undefined }> {
+  const [{ agents }, { sessions }] = await Promise.all([client.request<AgentsBody>('GET', '/v1/agents'), client.request<{ sessions: SessionDetail[] }>('GET', '/v1/sessions')]);
+  const focused = new Map(agents.map((row) => [row.name, focusSession(sessions, row.name)]));
+  return { agents, sessions, focus: (agent) => focused.get(agent) };
+}
+
+/** What `ls --format json` adds to each agent: the session its mode, model and usage columns show, or null. */
+export function sessionSummary(session: SessionDetail | undefined) {
+  if (!session) return null;
+  return { sessionId: session.sessionId, name: session.name, mode: currentMode(session), model: currentModel(session), usage: session.usage ?? null };
+}
+
 /** `/v1/agents/<name>` with the name encoded. */
 export const agentPath = (name: string, rest = '') => `/v1/agents/${encodeURIComponent(name)}${rest}`;
 
@@ -44,14 +58,14 @@ export function registerDaemonCommands(program: Command): void {
   program
     .command('ls')
     .alias('list')
-    .description("the daemon's agents: status, state, pid, uptime, restarts, sessions, last error")
+    .description("the daemon's agents: status, state, pid, uptime, restarts, cpu, mem, sessions, the mode, model and usage of the default (or latest) open session, last error")
     .addOption(formatOption())
     .action(async (options: FormatOptions, command: Command) => {
-      const body = await (await connect(command)).request<AgentsBody>('GET', '/v1/agents');
-      if (options.format === 'json') return printJson(body);
-      if (options.format === 'quiet') return void process.stdout.write(body.agents.map((row) => `${row.name}\n`).join(''));
-      if (body.agents.length === 0) return void process.stdout.write('no agents\n');
-      process.stdout.write(renderTable(body.agents, agentColumns(Date.now()), { width: process.stdout.isTTY ? process.stdout.columns : undefined, style: styleFor(process.stdout) }));
+      const { agents, focus } = await agentsWithSessions(await connect(command));
+      if (options.format === 'json') return printJson({ agents: agents.map((row) => ({ ...row, session: sessionSummary(focus(row.name)) })) });
+      if (options.format === 'quiet') return void process.stdout.write(agents.map((row) => `${row.name}\n`).join(''));
+      if (agents.length === 0) return void process.stdout.write('no agents\n');
+      process.stdout.write(renderTable(agents, agentColumns(Date.now(), focus), { width: process.stdout.isTTY ? process.stdout.columns : undefined, style: styleFor(process.stdout) }));
     });
 
   program
@@ -104,13 +118,19 @@ export function registerDaemonCommands(program: Command): void {
   program
     .command('dashboard')
     .description("print the dashboard's address (it carries the daemon's token: keep it to yourself)")
-    .action(async (_options: unknown, command: Command) => void process.stdout.write(`${(await connect(command)).dashboardUrl}\n`));
+    .addOption(formatOption())
+    .action(async (options: FormatOptions, command: Command) => {
+      const url = (await connect(command)).dashboardUrl;
+      if (options.format === 'json') return printJson({ url });
+      process.stdout.write(`${url}\n`);
+    });
 
   program
     .command('shutdown')
     .description('stop the daemon and its agents; returns once its process is gone')
     .option('--timeout <ms>', 'how long to wait for the daemon to exit', integerOption('--timeout', 1), 60_000)
-    .action(async (options: { timeout: number }, command: Command) => {
+    .addOption(formatOption())
+    .action(async (options: FormatOptions & { timeout: number }, command: Command) => {
       const client = await connect(command, { autostart: false });
       await client.request('POST', '/v1/shutdown');
       const { pid } = client.info;
@@ -120,7 +140,8 @@ export function registerDaemonCommands(program: Command): void {
         if (Date.now() > deadline) throw new CliError(`The daemon (pid ${pid}) is still running after ${options.timeout} ms`, ExitCode.internal);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      process.stdout.write(`daemon stopped (pid ${pid})\n`);
+      if (options.format === 'json') return printJson({ stopped: true, pid });
+      if (options.format === 'text') process.stdout.write(`daemon stopped (pid ${pid})\n`);
     });
 }
 

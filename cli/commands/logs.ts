@@ -7,7 +7,9 @@
 import type { Command } from 'commander';
 import type { AgentsBody, LogsBody } from '../../daemon/api-types.js';
 import type { LogEntry } from '../../index.js';
+import { CliError } from '../cli-error.js';
 import type { DaemonClient } from '../daemon-client.js';
+import { ExitCode } from '../exit-codes.js';
 import { interrupted, onInterrupt, type StopSignal } from '../interrupt.js';
 import { printJson, styleFor } from '../output.js';
 import { agentPath, connect } from './agents.js';
@@ -69,11 +71,16 @@ export function mergeByTime(lists: ReadonlyArray<readonly LogEntry[]>): LogEntry
   return lists.flat().sort((a, b) => a.at - b.at || a.seq - b.seq);
 }
 
-/** Each line of `agent` after `cursor` as it comes, until `signal` (or the daemon ends the stream). */
+/**
+ * Each line of `agent` after `cursor` as it comes, until `signal`. The daemon keeps the stream
+ * open across the agent's restarts and stops; it ends it only when it closes itself: then exit 6,
+ * said, rather than a silent exit 0 that looks like "nothing more to show".
+ */
 async function follow(client: DaemonClient, agent: string, cursor: number, signal: AbortSignal, show: (entry: LogEntry) => void): Promise<void> {
   for await (const entry of client.stream<LogEntry>('GET', agentPath(agent, `/logs?follow=1&after=${cursor}`), { signal })) {
     if (entry.seq > cursor) show(entry); // a line already shown is not shown twice
   }
+  if (!signal.aborted) throw new CliError(`The daemon ended the log stream of ${agent}: it stopped (or is stopping)`, ExitCode.noDaemon, 'start it again with `agentvisor serve`, or any command that needs it');
 }
 
 /** Runs `work` until it ends or Ctrl-C (then throws `interrupted`, exit 130). */

@@ -9,16 +9,16 @@
  * `--count N` stops after N frames (scripts, tests).
  */
 import type { Command } from 'commander';
-import type { AgentRow, AgentsBody } from '../../daemon/api-types.js';
+import type { AgentRow } from '../../daemon/api-types.js';
 import { readDaemonFiles } from '../../daemon/daemon-files.js';
 import { EventFollower, type StreamEvent } from '../event-stream.js';
 import { interrupted, onInterrupt, type StopSignal } from '../interrupt.js';
-import { styleFor } from '../output.js';
+import { printJson, stripAnsi, styleFor } from '../output.js';
 import { agentColumns, renderTable } from '../table.js';
-import { connect } from './agents.js';
-import { integerOption } from './options.js';
+import { agentsWithSessions, connect, sessionSummary } from './agents.js';
+import { formatOption, integerOption, type FormatOptions } from './options.js';
 
-interface MonitOptions {
+interface MonitOptions extends FormatOptions {
   interval: number;
   count?: number;
 }
@@ -34,6 +34,7 @@ export function registerMonit(program: Command): void {
     .description("a live view of the daemon's agents: status, restarts, CPU and memory, sessions (Ctrl-C leaves)")
     .option('--interval <ms>', 'how often it is redrawn', integerOption('--interval', 100), 1000)
     .option('--count <n>', 'stop after this many frames', integerOption('--count', 1))
+    .addOption(formatOption())
     .action((options: MonitOptions, command: Command) => monit(options, command));
 }
 
@@ -45,6 +46,8 @@ async function monit(options: MonitOptions, command: Command): Promise<void> {
   let wake: (() => void) | undefined;
   /** The rows as last polled, kept current by the event stream between polls. */
   let rows: AgentRow[] = [];
+  /** The session each agent's mode, model and usage columns show, as last polled. */
+  let focus: Awaited<ReturnType<typeof agentsWithSessions>>['focus'] = () => undefined;
   let stream = 'connecting';
   /** A poll is due before the next frame: the stream said it missed something. */
   let stale = true;
@@ -84,9 +87,10 @@ async function monit(options: MonitOptions, command: Command): Promise<void> {
       if (stale || now - polledAt >= options.interval) {
         stale = false;
         polledAt = now;
-        rows = (await client.request<AgentsBody>('GET', '/v1/agents')).agents;
+        ({ agents: rows, focus } = await agentsWithSessions(client));
       }
-      out.write(render(frame, rows, client.info.url, stream, now, out.isTTY ? out.columns : undefined, style));
+      if (options.format === 'json') printJson({ at: now, url: client.info.url, agents: rows.map((row) => ({ ...row, session: sessionSummary(focus(row.name)) })) });
+      else out.write(render(frame, rows, client.info.url, stream, now, out.isTTY ? out.columns : undefined, style));
       if (options.count !== undefined && frame >= options.count) return;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.max(0, polledAt + options.interval - Date.now()));
@@ -109,7 +113,9 @@ async function monit(options: MonitOptions, command: Command): Promise<void> {
       `${paint.bold('agentvisor monit')}  ${url}  ${new Date(now).toLocaleTimeString()}  ` +
       `${live}/${agents.length} agents live · ${agents.reduce((sum, row) => sum + row.sessions, 0)} sessions · ` +
       `${agents.reduce((sum, row) => sum + row.restarts, 0)} restarts · CPU ${cpu.toFixed(1)}% · ${(memory / 1024 / 1024).toFixed(1)} MiB`;
-    const table = agents.length ? renderTable(agents, agentColumns(now), { width, style: paint }) : 'no agents\n';
+    // quiet: the summary line only.
+    if (options.format === 'quiet') return `${stripAnsi(header)}\n`;
+    const table = agents.length ? renderTable(agents, agentColumns(now, focus), { width, style: paint }) : 'no agents\n';
     const footer = out.isTTY ? paint.dim(`\nevents: ${streamState} · Ctrl-C leaves`) + '\n' : '';
     // On a terminal: home, clear, draw (one write: no flicker). Piped: one frame after another.
     return `${out.isTTY ? '\x1b[H\x1b[2J' : frame > 1 ? '\n' : ''}${header}\n\n${table}${footer}`;

@@ -1,7 +1,9 @@
 /** Options several commands share. */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { InvalidArgumentError, Option } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { CliError } from '../cli-error.js';
+import { ExitCode } from '../exit-codes.js';
 import { loadLibrary } from '../library.js';
 import { outputFormats, type OutputFormat } from '../output.js';
 
@@ -13,6 +15,52 @@ export function formatOption(): Option {
 /** `--format` as a command's options carry it. */
 export interface FormatOptions {
   format: OutputFormat;
+}
+
+/**
+ * The global `--json` (before or after the command's name): `--format json` for the command
+ * about to run. Every command that prints takes `--format`; one given as something else on the
+ * same line is a usage error rather than a silent pick.
+ */
+export function applyJsonFlag(action: Command): void {
+  if (action.optsWithGlobals<{ json?: boolean }>().json !== true) return;
+  if (!action.options.some((option) => option.attributeName() === 'format')) return; // prints nothing (none today)
+  const given = action.getOptionValue('format') as OutputFormat;
+  if (action.getOptionValueSource('format') === 'cli' && given !== 'json') {
+    throw new CliError(`--json and --format ${given} say different things: give one of them`, ExitCode.usage);
+  }
+  action.setOptionValueWithSource('format', 'json', 'cli');
+}
+
+/** How the daemon's session answers its agent's permission requests (`POST /v1/sessions`, `POST /v1/prompt`). */
+export type PermissionsPolicy = 'ask' | 'allow' | 'deny' | 'allow-reads';
+
+/** The permission flags of `prompt` and `sessions new`. */
+export interface PermissionFlags {
+  approveReads?: boolean;
+  approveAll?: boolean;
+  denyAll?: boolean;
+}
+
+/** Adds `--approve-reads`, `--approve-all` and `--deny-all` (at most one of them) to `command`. */
+export function withPermissionOptions(command: Command, readsHelp = 'allow the read-only tool calls (kinds read, search, fetch, think); the others wait for an answer'): Command {
+  return command
+    .addOption(new Option('--approve-reads', readsHelp).conflicts(['approveAll', 'denyAll']))
+    .addOption(new Option('--approve-all', 'allow every permission request').conflicts('denyAll'))
+    .addOption(new Option('--deny-all', 'deny every permission request'));
+}
+
+/** The session's `permissions` policy the flags ask for; undefined with none (the daemon's default: ask). */
+export function permissionsPolicy(flags: PermissionFlags): PermissionsPolicy | undefined {
+  if (flags.approveAll) return 'allow';
+  if (flags.denyAll) return 'deny';
+  if (flags.approveReads) return 'allow-reads';
+  return undefined;
+}
+
+/** A repeatable option's values, in order (`--file a --file b`). */
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
 }
 
 /** A whole number option's parser: a usage error (exit 2) unless the value is one, at least `min` and at most `max`. */
@@ -37,7 +85,7 @@ export const maxPort = 65_535;
  * before the agent starts, `prompt` before it asks a daemon (or starts one). A directory is
  * let through without loading the library, so `prompt` stays quick.
  */
-export async function sessionCwd(given: string | undefined): Promise<string> {
+export async function sessionCwd(given: string | undefined, what = 'Option --cwd'): Promise<string> {
   const absolute = resolve(given ?? process.cwd());
   if (given === undefined) return absolute;
   try {
@@ -46,5 +94,5 @@ export async function sessionCwd(given: string | undefined): Promise<string> {
     // told below, in the library's words
   }
   const { existingDirectory } = await loadLibrary();
-  return existingDirectory(absolute, 'Option --cwd'); // named as the CLI sends it: absolute
+  return existingDirectory(absolute, what); // named as the CLI sends it: absolute
 }

@@ -21,6 +21,7 @@ import { formatOption, sessionCwd, type FormatOptions } from './options.js';
 interface RunOptions extends FormatOptions {
   cwd?: string;
   approveAll?: boolean;
+  approveReads?: boolean;
   denyAll?: boolean;
   auth?: string;
 }
@@ -33,6 +34,7 @@ export function registerRun(program: Command): void {
     .argument('<agent>', 'a preset (claude, claude-stream-json, codex, gemini, echo) or an agent of the config')
     .argument('[prompt...]', 'the prompt (read from stdin when omitted and stdin is not a terminal)')
     .option('--cwd <dir>', "the session's working directory (default: the current one)")
+    .addOption(new Option('--approve-reads', 'allow the read-only tool calls (kinds read, search, fetch, think); the others are asked on a terminal, else denied').conflicts(['approveAll', 'denyAll']))
     .addOption(new Option('--approve-all', 'allow every permission request').conflicts('denyAll'))
     .addOption(new Option('--deny-all', 'deny every permission request'))
     .option('--auth <method>', "authenticate first with this one of the agent's auth methods (e.g. openai-api-key for codex)")
@@ -48,7 +50,7 @@ async function run(agent: string, words: string[], options: RunOptions, command:
   const cwd = await sessionCwd(options.cwd);
   const { createSupervisor } = await loadLibrary();
   const text = await promptText(words, 'agentvisor run <agent> "<prompt>"');
-  const mode: PermissionMode = options.approveAll ? 'allow' : options.denyAll ? 'deny' : 'ask';
+  const mode: PermissionMode = options.approveAll ? 'allow' : options.denyAll ? 'deny' : options.approveReads ? 'allow-reads' : 'ask';
   const asker = new PermissionAsker();
   const supervisor = openSupervisor(config, () =>
     createSupervisor({ ...supervisorOptions(config), agents: { [agent]: spec }, store: 'memory', handleSignals: false, permissions: asker.policy(mode), stateDir }),

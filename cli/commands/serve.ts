@@ -12,10 +12,10 @@ import type { OrphanSweepResult } from '../../index.js';
 import { agentSpecs, asConfigError, supervisorOptions, type Config } from '../config.js';
 import { loadContext } from '../context.js';
 import { onInterrupt } from '../interrupt.js';
-import { styleFor } from '../output.js';
-import { integerOption, maxPort } from './options.js';
+import { printJson, styleFor } from '../output.js';
+import { formatOption, integerOption, maxPort, type FormatOptions } from './options.js';
 
-interface ServeOptions {
+interface ServeOptions extends FormatOptions {
   port?: number;
   host: string;
   orphans?: OrphanPolicy;
@@ -36,6 +36,7 @@ export function registerServe(program: Command): void {
       ),
     )
     .option('--no-restore', "start none of the agents and named sessions the last daemon on this state directory ran (default: the config's restore, else they are started again)")
+    .addOption(formatOption())
     .action((options: ServeOptions, command: Command) => serve(options, command));
 }
 
@@ -69,7 +70,10 @@ async function serve(options: ServeOptions, command: Command): Promise<void> {
     first: () => void daemon.close().catch(failClose),
     again: () => void daemon.supervisor.shutdown({ force: true }).catch(failClose),
   });
-  process.stdout.write(`agentvisor listening on ${daemon.url} (pid ${process.pid}, state dir ${daemon.stateDir ?? stateDir})\ndashboard: ${daemon.dashboardUrl}\n`);
+  const listening = { url: daemon.url, pid: process.pid, stateDir: daemon.stateDir ?? stateDir, dashboard: daemon.dashboardUrl };
+  // json: one line a program can wait for; the log stays on stderr in every format.
+  if (options.format === 'json') printJson({ type: 'listening', ...listening });
+  else if (options.format === 'text') process.stdout.write(`agentvisor listening on ${listening.url} (pid ${listening.pid}, state dir ${listening.stateDir})\ndashboard: ${listening.dashboard}\n`);
   reportStartupOrphans(daemon);
   try {
     await Promise.race([daemon.closed, closeFailed]);

@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
 import { loadContext } from '../context.js';
+import { printJson } from '../output.js';
+import { formatOption, type FormatOptions } from './options.js';
 
 /** The unit's file name: one per user (a second state directory needs a unit of its own: --name). */
 const defaultUnitName = 'agentvisor';
@@ -22,13 +24,16 @@ export function registerStartup(program: Command): void {
     .description('print (or --install) a systemd user unit that runs the daemon at login and restarts it if it dies')
     .option('--install', 'write the unit to ~/.config/systemd/user/ instead of printing it')
     .option('--name <name>', 'the unit name (default: agentvisor)', defaultUnitName)
-    .action((options: { install?: boolean; name: string }, command: Command) => {
+    .addOption(formatOption())
+    .action((options: FormatOptions & { install?: boolean; name: string }, command: Command) => {
       const { config, stateDir } = loadContext(command);
       const unit = systemdUnit(stateDir, config);
-      if (!options.install) return void process.stdout.write(unit);
+      if (!options.install) return void (options.format === 'json' ? printJson({ unit, file: null }) : process.stdout.write(unit));
       const file = join(process.env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'systemd', 'user', `${options.name}.service`);
       mkdirSync(dirname(file), { recursive: true });
       writeFileSync(file, unit);
+      if (options.format === 'json') return printJson({ unit, file, enable: `systemctl --user enable --now ${options.name}` });
+      if (options.format === 'quiet') return void process.stdout.write(`${file}\n`);
       process.stdout.write(
         `wrote ${file}\nenable it now and at every login:  systemctl --user enable --now ${options.name}\n` +
           `keep it running after you log out:   loginctl enable-linger ${process.env.USER ?? '$USER'}\n`,

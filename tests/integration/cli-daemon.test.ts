@@ -56,8 +56,8 @@ describe('agentvisor with a daemon', () => {
     expect(portTaken.exitCode).toBe(2);
     expect(portTaken.stderr).toContain(`Cannot listen on 127.0.0.1:${port}`);
     expect(table.exitCode).toBe(0);
-    expect(table.stdout.split('\n')[0]).toMatch(/^name +status +state +pid +uptime +restarts +cpu +mem +sessions +last error$/);
-    expect(table.stdout).toMatch(/^fx +idle +idle +- +- +0 +- +- +0 +-$/m);
+    expect(table.stdout.split('\n')[0]).toMatch(/^name +status +state +pid +uptime +restarts +cpu +mem +sessions +mode +model +usage +last error$/);
+    expect(table.stdout).toMatch(/^fx +idle +idle +- +- +0 +- +- +0 +- +- +- +-$/m); // no open session: no mode, model or usage
     const { agents } = JSON.parse(json.stdout) as AgentsBody;
     expect(agents.map((row) => row.name).sort()).toEqual(['claude', 'claude-stream-json', 'codex', 'echo', 'fx', 'gemini', 'locked']);
     expect(dashboard.stdout).toBe(`${info.url}/?token=${token}\n`);

@@ -90,8 +90,8 @@ describe('pm2 habits', () => {
   it("ls shows each agent's CPU and memory (its whole process tree); --format json carries the numbers", async () => {
     const table = await cli('ls');
     expect(table.exitCode).toBe(0);
-    expect(table.stdout.split('\n')[0]).toMatch(/^name +status +state +pid +uptime +restarts +cpu +mem +sessions +last error$/);
-    expect(table.stdout).toMatch(/^codex +idle +idle +- +- +0 +- +- +0 +-$/m);
+    expect(table.stdout.split('\n')[0]).toMatch(/^name +status +state +pid +uptime +restarts +cpu +mem +sessions +mode +model +usage +last error$/);
+    expect(table.stdout).toMatch(/^codex +idle +idle +- +- +0 +- +- +0 +- +- +- +-$/m); // no open session: no mode, model or usage
     const busyLine = table.stdout.split('\n').find((line) => line.startsWith('busy '))!;
     const [, cpu, mem] = /connected\.\w+ +\d+ +\S+ +\d+ +(\d+\.\d)% +([\d.]+ MiB) /.exec(busyLine) ?? [];
     expect(Number(cpu)).toBeGreaterThan(5); // a core spun by the agent's child, not the agent itself (shared with whatever else this host runs)
@@ -180,7 +180,7 @@ describe('monit', () => {
     const headers = frames.stdout.split('\n').filter((line) => line.startsWith('agentvisor monit'));
     expect(headers).toHaveLength(2);
     expect(headers[0]).toMatch(/ \d+\/\d+ agents live · \d+ sessions · \d+ restarts · CPU [\d.]+% · [\d.]+ MiB$/);
-    expect(frames.stdout.match(/^name +status +state +pid +uptime +restarts +cpu +mem +sessions +last error$/gm)).toHaveLength(2);
+    expect(frames.stdout.match(/^name +status +state +pid +uptime +restarts +cpu +mem +sessions +mode +model +usage +last error$/gm)).toHaveLength(2);
     expect(frames.stdout).toMatch(/^busy +connected/m);
     const top = await startCli(['--state-dir', stateDir(), '--config', files.path('agentvisor.config.json'), 'top', '--count', '1'], { env, cwd: files.dir, timeout: 30_000 });
     expect(top.stdout.split('\n').filter((line) => line.startsWith('agentvisor monit'))).toHaveLength(1);
