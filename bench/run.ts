@@ -11,6 +11,7 @@
 import * as chaosSoak from './chaos-soak.bench.js';
 import * as containment from './containment.bench.js';
 import * as daemonLs from './daemon-ls.bench.js';
+import * as daemonStream from './daemon-stream.bench.js';
 import * as daemonWsStatus from './daemon-ws-status.bench.js';
 import * as fanOut from './fan-out.bench.js';
 import * as fsHostile from './fs-hostile.bench.js';
@@ -57,6 +58,7 @@ export const benchmarks = [
   entry('containment', containment.containmentBench, containment),
   entry('daemon-ws-status', daemonWsStatus.daemonWsStatusBench, daemonWsStatus),
   entry('daemon-ls', daemonLs.daemonLsBench, daemonLs),
+  entry('daemon-stream', daemonStream.daemonStreamBench, daemonStream),
   entry('fs-hostile', fsHostile.fsHostileBench, fsHostile),
   entry('store-size', storeSize.storeSizeBench, storeSize),
   entry('memory-scale', memoryScale.memoryScaleBench, memoryScale),

@@ -300,12 +300,67 @@ export const EVENT_TOPICS = ['status', 'state', 'errors', 'updates', 'permission
 export type EventTopic = (typeof EVENT_TOPICS)[number];
 
 /**
- * What `GET /v1/events` (a WebSocket) sends: `hello` first, then events of the topics
- * subscribed to. `at` is the daemon's clock (epoch ms); `t` its monotonic clock in ns
- * (process.hrtime), for latency measurements on the same host.
+ * What every message of `GET /v1/events` carries. `seq`: one increasing sequence over
+ * everything the daemon publishes (all topics), assigned at publish — the cursor a client
+ * reconnects with (`?since=<seq>&epoch=<epoch>`); on `hello` and `resync`, the seq the
+ * stream goes on from (the messages after it follow). `at` is the daemon's clock (epoch ms)
+ * and `t` its monotonic clock in ns (process.hrtime, for latency measurements on the same
+ * host), both taken once per tick: the messages published in one turn of the daemon's event
+ * loop share them.
  */
-export type ServerMessage = { at: number; t: string } & (
-  | { type: 'hello'; version: string; agents: AgentRow[]; permissions: PermissionRow[]; topics: EventTopic[] }
+export interface MessageStamps {
+  seq: number;
+  at: number;
+  t: string;
+}
+
+/**
+ * The first message of every connection: the daemon's `epoch` (a random id per daemon
+ * start: a `seq` is meaningful only with the epoch it came with), `seq` the last seq
+ * published (live messages follow it), and the state to start from.
+ */
+export interface HelloMessage extends MessageStamps {
+  type: 'hello';
+  version: string;
+  epoch: string;
+  /**
+   * With `?since=N` honoured: N + 1 — the messages after N (of the client's topics and
+   * sessions) follow, replayed up to `seq`, then live. Null without `since`, or when a
+   * `resync` follows instead.
+   */
+  replayFrom: number | null;
+  /** The oldest seq the daemon still holds (a `since` older than one before it gets `resync`). */
+  oldest: number;
+  agents: AgentRow[];
+  permissions: PermissionRow[];
+  topics: EventTopic[];
+}
+
+/**
+ * Why the stream cannot continue from where the client stood: `epoch` — its `since` is of
+ * another daemon (the `epoch` given is not this one's, or the seq is beyond anything this
+ * daemon published); `expired` — the daemon no longer holds the messages after its `since`;
+ * `overflow` — the client read too slowly, its backlog passed the daemon's cap, and by the
+ * time its socket drained the daemon no longer held what followed its last message.
+ */
+export type ResyncReason = 'epoch' | 'expired' | 'overflow';
+
+/**
+ * The client missed messages the daemon can no longer send: re-read the state over REST
+ * (`GET /v1/agents`, `/v1/sessions`, `/v1/permissions`, a session's history from the store),
+ * then go on with the live messages that follow (after `seq`). Never a silent gap.
+ */
+export interface ResyncMessage extends MessageStamps {
+  type: 'resync';
+  reason: ResyncReason;
+  /** The oldest seq the daemon holds now. */
+  oldest: number;
+  /** Where the client stood: the `since` it asked for, or the last seq it was sent before it fell behind. */
+  lastDelivered: number;
+}
+
+/** The messages the daemon publishes to the stream's topics (each gets a `seq` and the stamps). */
+export type PublishedMessage =
   /** topic `status`: an agent's status changed. */
   | { type: 'agent:status'; agent: string; status: string; previous: string; row: AgentRow }
   /** topic `state`: the agent machine moved to another state (also within a status). */
@@ -358,12 +413,17 @@ export type ServerMessage = { at: number; t: string } & (
   | { type: 'pty:activity'; agent: string; state: PtyActivityState; exitCode?: number | null; signal?: string | null }
   /**
    * topic `terminals`: what a pty agent's terminal printed, raw (escape sequences and all) — the
-   * runtime's terminal `output` event. Dropped for a client that reads too slowly, like updates.
+   * runtime's terminal `output` event.
    */
-  | { type: 'terminal:output'; agent: string; data: string }
-  /** The client read too slowly: this many messages were dropped for it. */
-  | { type: 'dropped'; count: number }
-);
+  | { type: 'terminal:output'; agent: string; data: string };
+
+/**
+ * What `GET /v1/events` (a WebSocket) sends: `hello` first, then — with `?since=` — the
+ * messages after it replayed, or `resync`; then the events of the topics subscribed to, in
+ * `seq` order. One message per text frame, or with `?batch=1` every frame a JSON array of
+ * messages (`ServerMessage[]`).
+ */
+export type ServerMessage = HelloMessage | ResyncMessage | (MessageStamps & PublishedMessage);
 
 /**
  * What a client may send on the WebSocket: change what it receives. `sessions` limits

@@ -15,7 +15,7 @@ import { addressUnavailable, daemonRunning } from './daemon-errors.js';
 import { processAlive, readDaemonFiles, removeDaemonFiles, writeDaemonFiles, newToken } from './daemon-files.js';
 import { DaemonStateFile } from './daemon-state-file.js';
 import { DEFAULT_ORPHAN_POLICY, DEFAULT_PORT, ORPHAN_POLICIES, type Daemon, type DaemonOptions, type OrphanPolicy, type StartupOrphanReport } from './daemon-types.js';
-import { EventFeed, parseTopics } from './event-feed.js';
+import { EventFeed, parseStreamRequest, type EventFeedOptions } from './event-feed.js';
 import { baseHeaders, sendError, sendJson, type NdjsonStream } from './http-kit.js';
 import { dashboardPage, packageVersion } from './package-assets.js';
 import { ElicitationDesk } from './elicitation-desk.js';
@@ -29,6 +29,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const supervisorOptions = options.supervisor ?? {};
   const orphanPolicy = orphanPolicyOf(options);
   const restoreEnabled = restoreOf(options);
+  const feedOptions = eventsOf(options);
   const stateDir = supervisorOptions.stateDir === false ? null : resolve(supervisorOptions.stateDir ?? toolStateDir());
   const writeFiles = (options.writeFiles ?? true) && stateDir !== null;
   if (writeFiles) refuseSecondDaemon(stateDir!);
@@ -66,7 +67,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let startupOrphans: StartupOrphanReport = { policy: orphanPolicy, at: null, result: null };
 
   const startedAt = Date.now();
-  const feed = new EventFeed();
+  const feed = new EventFeed(feedOptions);
   const permissions = new PermissionDesk(supervisor);
   const elicitations = new ElicitationDesk(supervisor);
   const stateFile = new DaemonStateFile(stateDir);
@@ -160,6 +161,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       response.writeHead(200, { ...baseHeaders, 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': page.csp, 'X-Frame-Options': 'DENY' });
       return void response.end(page.html);
     }
+    // A REST answer never overtakes the events published before it: once a client has the
+    // answer to POST .../start, the status messages the start caused have been written to it.
+    const writeHead = response.writeHead;
+    response.writeHead = function (this: typeof response, ...args: Parameters<typeof writeHead>) {
+      feed.flush();
+      return writeHead.apply(this, args);
+    } as typeof writeHead;
     dispatch({ request, response, url: requestUrl, context }).catch((error: unknown) => sendError(response, error));
   });
 
@@ -175,17 +183,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     if (refusal) return refuse(refusal.status, refusal.kind, refusal.message);
     if (closing) return refuse(503, 'shutting_down', 'The daemon is shutting down');
     if (requestUrl.pathname !== '/v1/events') return refuse(404, 'not_found', `No WebSocket at ${requestUrl.pathname} (the event stream is /v1/events)`);
-    const topics = parseTopics(requestUrl.searchParams.get('topics'));
-    if ('error' in topics) return refuse(400, 'invalid_request', topics.error);
-    const sessionFilter = requestUrl.searchParams.get('sessions');
+    const stream = parseStreamRequest(requestUrl.searchParams);
+    if ('error' in stream) return refuse(400, 'invalid_request', stream.error);
     sockets.handleUpgrade(request, socket, head, (webSocket) => {
-      feed.attach(webSocket, topics.topics, sessionFilter ? sessionFilter.split(',').filter(Boolean) : null, (subscribed) => ({
-        type: 'hello',
-        version: packageVersion,
-        agents: agents.rows(),
-        permissions: permissions.list(),
-        topics: subscribed,
-      }));
+      const peer = `${request.socket.remoteAddress ?? ''}:${request.socket.remotePort ?? ''}`;
+      feed.attach(webSocket, stream, (subscribed) => ({ version: packageVersion, agents: agents.rows(), permissions: permissions.list(), topics: subscribed }), peer);
     });
   });
   server.on('clientError', (_error, socket) => socket.destroy());
@@ -245,6 +247,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     },
     restored: restoring.done,
     dashboardUrl: `${url}/?token=${token}`,
+    eventStream: () => feed.stats(),
     closed,
     close,
   };
@@ -263,6 +266,26 @@ function orphanPolicyOf(options: DaemonOptions): OrphanPolicy {
   }
   if (sweepOnStart !== undefined) throw invalidOptions('Option orphans: give it or supervisor.sweepOnStart, not both (the orphan policy decides the start-up sweep)');
   return given as OrphanPolicy;
+}
+
+/** The start's `events` option: whole numbers ≥ 1, else `invalid_options` naming the field. */
+function eventsOf(options: DaemonOptions): EventFeedOptions {
+  const given: unknown = options.events;
+  if (given === undefined) return {};
+  const fields = ['journalMessages', 'journalBytes', 'clientCapBytes'];
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw invalidOptions(`Option events: must be an object of ${fields.join(', ')} (got ${JSON.stringify(given)})`);
+  const values = given as Record<string, unknown>;
+  for (const [field, value] of Object.entries(values)) {
+    if (!fields.includes(field)) throw invalidOptions(`Option events.${field}: unknown (known: ${fields.join(', ')})`);
+    if (value !== undefined && !(typeof value === 'number' && Number.isSafeInteger(value) && value >= 1)) {
+      throw invalidOptions(`Option events.${field}: must be a whole number ≥ 1 (got ${JSON.stringify(value) ?? String(value)})`);
+    }
+  }
+  const { journalMessages, journalBytes, clientCapBytes } = values as NonNullable<DaemonOptions['events']>;
+  return {
+    journal: { ...(journalMessages === undefined ? {} : { maxMessages: journalMessages }), ...(journalBytes === undefined ? {} : { maxBytes: journalBytes }) },
+    ...(clientCapBytes === undefined ? {} : { clientCapBytes }),
+  };
 }
 
 /** The start's restore option: a boolean, else `invalid_options` naming the field. */

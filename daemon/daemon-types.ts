@@ -1,5 +1,6 @@
 /** The daemon's options and handle (daemon/daemon.ts is the entry). */
 import type { AgentStatus, OrphanSweepResult, Supervisor, SupervisorOptions } from '../index.js';
+import type { FeedStats } from './event-feed.js';
 
 /** The default port of `agentvisor serve`. */
 export const DEFAULT_PORT = 7433;
@@ -47,6 +48,13 @@ export interface DaemonOptions {
   restore?: boolean;
   /** Where the daemon writes its log lines (what the restore did); default: stderr. */
   log?: (line: string) => void;
+  /**
+   * The event stream's bounds (docs/http-api.md, "The event stream"): the journal a client
+   * resumes from with `?since=` — `journalMessages` (default 100,000) and `journalBytes` of
+   * JSON (default 64 MiB), whichever is reached first — and `clientCapBytes`, what the daemon
+   * holds for one client before it stops writing to it (default 4 MiB).
+   */
+  events?: { journalMessages?: number; journalBytes?: number; clientCapBytes?: number };
 }
 
 /** What the daemon's start did with a crashed supervisor's leftovers (`GET /v1/orphans` keeps it). */
@@ -121,6 +129,8 @@ export interface Daemon {
   readonly restore: RestoreReport;
   /** Resolves with the restore's report once every agent and session of it has settled (never rejects). */
   readonly restored: Promise<RestoreReport>;
+  /** The event stream now: its epoch, the journal's seqs and size, and each client's position and what is held for it. */
+  eventStream(): FeedStats;
   /** Resolves once the daemon has stopped (close(), or `POST /v1/shutdown`). */
   readonly closed: Promise<void>;
   /** Stops accepting requests, ends every stream, shuts the supervisor down, removes the daemon files. Idempotent. */

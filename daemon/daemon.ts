@@ -28,3 +28,4 @@ export {
 } from './daemon-types.js';
 export type { DaemonErrorKind } from './daemon-errors.js';
 export { startDaemon } from './daemon-server.js';
+export type { FeedClientStats, FeedStats } from './event-feed.js';

@@ -1,26 +1,103 @@
 /**
- * The WebSocket event stream (`GET /v1/events`): each client's topics and sessions, and
- * delivery that never lets a slow reader hold up the others. Status changes, errors and
- * permissions always go out; updates, logs, state moves and terminal output are dropped for
- * a client whose socket buffer is full, and it is told how many (`dropped`) once it has caught up.
+ * The WebSocket event stream (`GET /v1/events`, docs/http-api.md "The event stream"): every
+ * message the daemon publishes gets the next `seq` (one sequence over all topics) and goes
+ * into the journal (daemon/feed-journal.ts); clients get the messages of their topics and
+ * sessions in seq order, with nothing lost:
+ *
+ * - **Batched per tick.** What is published within one turn of the event loop is serialized
+ *   once (at publish) and written at the end of it (`setImmediate`, after the poll phase that
+ *   read the agents' output): one frame per client (`?batch=1`: a JSON array), or one frame
+ *   per message for the clients that did not ask for batches. Clients with the same filter
+ *   share one frame, encoded once.
+ * - **Resumable.** A client that comes back with `?since=N` (and `&epoch=`) is replayed what
+ *   followed N from the journal, then goes live: it is at a position, and is always sent what
+ *   follows its position, so nothing published during the replay is missed or sent twice.
+ * - **A slow client is bounded.** Once the bytes the daemon holds for a client (its socket's
+ *   `bufferedAmount`) reach its cap, nothing more is written to it; a ping queued behind its
+ *   data says when the socket has drained, and it is caught up from the journal. When the
+ *   journal no longer holds its position it is sent `resync` instead (re-read over REST).
  */
+import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
-import { EVENT_TOPICS, type EventTopic, type ServerMessage, type SubscribeMessage } from './api-types.js';
+import { EVENT_TOPICS, type EventTopic, type HelloMessage, type PublishedMessage, type ResyncReason, type ServerMessage, type SubscribeMessage } from './api-types.js';
 import { subscribeMessage } from './api-schemas.js';
+import { DEFAULT_JOURNAL_LIMITS, FeedJournal, type JournalEntry, type JournalLimits } from './feed-journal.js';
 
-/** A client's socket buffer above this: droppable messages are dropped. */
-const HIGH_WATER_BYTES = 1024 * 1024;
-const droppable: ReadonlySet<EventTopic> = new Set(['updates', 'logs', 'state', 'terminals']);
+/** What the daemon may hold for one client before it stops writing to it: 4 MiB. */
+export const DEFAULT_CLIENT_CAP_BYTES = 4 * 1024 * 1024;
+/** A batch frame is cut at about this many characters (a tick's flood, a catch-up). */
+const FRAME_CHARS = 256 * 1024;
 
-type Payload = DistributiveOmit<ServerMessage, 'at' | 't'>;
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** What `publish` takes: a message without the stamps the feed adds. */
+export type Payload = PublishedMessage;
+/** `hello` as the daemon builds it; the feed adds seq, epoch, replay point and stamps. */
+export type HelloPayload = Omit<HelloMessage, 'type' | 'seq' | 'at' | 't' | 'epoch' | 'replayFrom' | 'oldest'>;
+
+export interface EventFeedOptions {
+  /** The journal's bounds (default {@link DEFAULT_JOURNAL_LIMITS}). */
+  journal?: Partial<JournalLimits>;
+  /** Bytes held for one client before the daemon stops writing to it (default {@link DEFAULT_CLIENT_CAP_BYTES}). */
+  clientCapBytes?: number;
+  /** The daemon's clock, epoch ms (tests). */
+  now?: () => number;
+  /** This daemon's epoch (default: a random UUID). */
+  epoch?: string;
+}
+
+/** What a client asked for at the upgrade (`?topics=&sessions=&batch=&since=&epoch=`). */
+export interface StreamRequest {
+  topics: EventTopic[];
+  /** Session ids whose updates it wants; null: all. */
+  sessions: string[] | null;
+  /** Every frame a JSON array of messages. */
+  batch: boolean;
+  /** Replay what followed this seq (absent: live only). */
+  since?: number;
+  /** The epoch `since` is of (absent: this daemon's is assumed). */
+  epoch?: string;
+}
+
+/** One client as the feed reports it (`EventFeed.stats()`). */
+export interface FeedClientStats {
+  /** Its address and port, as the daemon sees it (`127.0.0.1:54321`). */
+  peer: string;
+  topics: EventTopic[];
+  batch: boolean;
+  /** The seq of the last message handled for it (delivered, or not of its filter). */
+  position: number;
+  /** Over its cap: nothing is written to it until its socket drains. */
+  waiting: boolean;
+  /** What the daemon holds for it now: its socket's `bufferedAmount`. */
+  heldBytes: number;
+}
+
+export interface FeedStats {
+  epoch: string;
+  lastSeq: number;
+  oldestSeq: number;
+  journalMessages: number;
+  journalBytes: number;
+  limits: JournalLimits & { clientCapBytes: number };
+  clients: FeedClientStats[];
+}
 
 interface Client {
   socket: WebSocket;
+  peer: string;
   topics: Set<EventTopic>;
-  /** Session ids whose updates it wants; null: all. */
   sessions: Set<string> | null;
-  dropped: number;
+  batch: boolean;
+  /** Topics, sessions and framing as one string: clients with the same key share frames. */
+  key: string;
+  position: number;
+  waiting: boolean;
+  gone: boolean;
+}
+
+/** One frame to write, and the seq of the last message in it. */
+interface Frame {
+  data: Buffer;
+  lastSeq: number;
 }
 
 /** Parses `?topics=a,b` (all when absent); unknown topics are an error message. */
@@ -32,46 +109,273 @@ export function parseTopics(value: string | null): { topics: EventTopic[] } | { 
   return { topics: topics as EventTopic[] };
 }
 
-export class EventFeed {
-  private readonly clients = new Set<Client>();
+const epochPattern = /^[A-Za-z0-9-]{1,100}$/;
 
-  constructor(private readonly now: () => number = Date.now) {}
+/**
+ * The upgrade's query (`token` aside): topics, sessions, `batch` (`1`/`true`/`0`/`false`),
+ * `since` (a whole number ≥ 0) and `epoch` (with `since` only). Anything else is an error
+ * message for `400 invalid_request`.
+ */
+export function parseStreamRequest(query: URLSearchParams): StreamRequest | { error: string } {
+  const topics = parseTopics(query.get('topics'));
+  if ('error' in topics) return topics;
+  const sessionsValue = query.get('sessions');
+  const sessions = sessionsValue ? sessionsValue.split(',').filter(Boolean) : null;
+  const batchValue = query.get('batch');
+  if (batchValue !== null && !['0', '1', 'true', 'false'].includes(batchValue)) return { error: `Invalid query: batch: expected 1, true, 0 or false (got ${JSON.stringify(batchValue)})` };
+  const request: StreamRequest = { topics: topics.topics, sessions, batch: batchValue === '1' || batchValue === 'true' };
+  const sinceValue = query.get('since');
+  if (sinceValue !== null) {
+    const since = /^\d{1,16}$/.test(sinceValue) ? Number(sinceValue) : Number.NaN;
+    if (!Number.isSafeInteger(since)) return { error: `Invalid query: since: expected the seq of the last message received, a whole number ≥ 0 (got ${JSON.stringify(sinceValue)})` };
+    request.since = since;
+  }
+  const epochValue = query.get('epoch');
+  if (epochValue !== null) {
+    if (sinceValue === null) return { error: 'Invalid query: epoch: only with since (the epoch that seq is of)' };
+    if (!epochPattern.test(epochValue)) return { error: `Invalid query: epoch: expected the hello's epoch (letters, digits and -, at most 100; got ${JSON.stringify(epochValue)})` };
+    request.epoch = epochValue;
+  }
+  return request;
+}
+
+export class EventFeed {
+  /** This daemon's epoch: a client's seq from another daemon (an earlier start) is not ours. */
+  readonly epoch: string;
+  private readonly clients = new Set<Client>();
+  private readonly journal: FeedJournal;
+  private readonly capBytes: number;
+  private readonly now: () => number;
+  /** The seq up to which every live client has been sent its messages. */
+  private flushed = 0;
+  private flushTimer: NodeJS.Immediate | undefined;
+  /** `,"at":…,"t":"…"` of the batch being published: stamped once per tick, not per message. */
+  private stamps = '';
+  private closed = false;
+
+  constructor(options: EventFeedOptions = {}) {
+    this.epoch = options.epoch ?? randomUUID();
+    this.journal = new FeedJournal({ ...DEFAULT_JOURNAL_LIMITS, ...options.journal });
+    this.capBytes = options.clientCapBytes ?? DEFAULT_CLIENT_CAP_BYTES;
+    if (!(this.capBytes > 0)) throw new RangeError(`clientCapBytes must be > 0 (got ${this.capBytes})`);
+    this.now = options.now ?? Date.now;
+  }
 
   get size(): number {
     return this.clients.size;
   }
 
-  /** Takes a new client: sends `hello` (built by `hello(topics)`), then its topics' events. */
-  attach(socket: WebSocket, topics: EventTopic[], sessions: string[] | null, hello: (topics: EventTopic[]) => Payload): void {
-    const client: Client = { socket, topics: new Set(topics), sessions: sessions ? new Set(sessions) : null, dropped: 0 };
-    this.clients.add(client);
-    socket.on('close', () => this.clients.delete(client));
-    socket.on('error', () => this.clients.delete(client));
-    socket.on('message', (data, isBinary) => this.onMessage(client, isBinary ? null : data.toString()));
-    this.send(client, hello(topics));
+  /** The seq of the last message published. */
+  get lastSeq(): number {
+    return this.journal.lastSeq;
   }
 
-  /** Sends a message of `topic` to every client that subscribed to it (and to its session). */
-  publish(topic: EventTopic, payload: Payload, sessionId?: string): void {
-    if (this.clients.size === 0) return;
-    let text: string | undefined;
-    for (const client of this.clients) {
-      if (!client.topics.has(topic)) continue;
-      if (sessionId !== undefined && client.sessions !== null && !client.sessions.has(sessionId)) continue;
-      if (droppable.has(topic) && client.socket.bufferedAmount > HIGH_WATER_BYTES) {
-        client.dropped += 1;
-        continue;
-      }
-      text ??= this.serialize(payload);
-      this.flushDropped(client);
-      client.socket.send(text);
+  /**
+   * Takes a new client: `hello` first (built by `hello(topics)`), then — with `since` — what
+   * followed it from the journal, or `resync` when the journal cannot tell; then live.
+   */
+  attach(socket: WebSocket, request: StreamRequest, hello: (topics: EventTopic[]) => HelloPayload, peer = ''): void {
+    // Whatever this tick published goes out first, so that the client starts at the last published seq.
+    this.flush();
+    const client: Client = {
+      socket,
+      peer,
+      topics: new Set(request.topics),
+      sessions: request.sessions ? new Set(request.sessions) : null,
+      batch: request.batch,
+      key: '',
+      position: this.flushed,
+      waiting: false,
+      gone: false,
+    };
+    client.key = keyOf(client);
+    this.clients.add(client);
+    const leave = () => {
+      client.gone = true;
+      this.clients.delete(client);
+    };
+    socket.on('close', leave);
+    socket.on('error', leave);
+    socket.on('message', (data, isBinary) => this.onMessage(client, isBinary ? null : data.toString()));
+
+    const since = request.since;
+    const resync: ResyncReason | null =
+      since === undefined ? null : (request.epoch !== undefined && request.epoch !== this.epoch) || since > this.flushed ? 'epoch' : this.journal.holdsAfter(since) ? null : 'expired';
+    const replay = since !== undefined && resync === null;
+    const stamps = this.freshStamps();
+    const helloText = `{"type":"hello","seq":${this.flushed}${stamps},"epoch":${JSON.stringify(this.epoch)},"replayFrom":${replay ? since + 1 : null},"oldest":${this.journal.oldestSeq},${JSON.stringify(hello(request.topics)).slice(1)}`;
+    this.write(client, Buffer.from(client.batch ? `[${helloText}]` : helloText));
+    if (resync !== null) this.sendResync(client, resync, since!);
+    else if (replay) {
+      client.position = since;
+      this.catchUp(client);
     }
   }
 
-  /** Closes every client's socket (1001 going away). */
+  /**
+   * Publishes a message of `topic` (of session `sessionId`, for the clients' `sessions`
+   * filter): it gets the next seq, is serialized once, kept in the journal, and sent to the
+   * clients of that topic at the end of the tick.
+   */
+  publish(topic: EventTopic, payload: Payload, sessionId?: string): void {
+    if (this.closed) return;
+    if (this.flushTimer === undefined) {
+      this.stamps = this.freshStamps();
+      this.flushTimer = setImmediate(() => this.flush());
+    }
+    const seq = this.journal.lastSeq + 1;
+    // The payload's own JSON after seq and the stamps: no object is copied (a spread is V8's slow path).
+    const text = `{"seq":${seq}${this.stamps},${JSON.stringify(payload).slice(1)}`;
+    this.journal.append({ seq, topic, sessionId, text });
+  }
+
+  /** Closes every client's socket (1001 going away); nothing more is published. */
   close(): void {
-    for (const client of this.clients) client.socket.close(1001, 'The daemon is shutting down');
+    this.flush();
+    this.closed = true;
+    for (const client of this.clients) {
+      client.gone = true;
+      client.socket.close(1001, 'The daemon is shutting down');
+    }
     this.clients.clear();
+  }
+
+  /** The journal and every client, for tests and diagnostics. */
+  stats(): FeedStats {
+    return {
+      epoch: this.epoch,
+      lastSeq: this.journal.lastSeq,
+      oldestSeq: this.journal.oldestSeq,
+      journalMessages: this.journal.size,
+      journalBytes: this.journal.heldBytes,
+      limits: { ...this.journal.limits, clientCapBytes: this.capBytes },
+      clients: [...this.clients].map((client) => ({ peer: client.peer, topics: [...client.topics], batch: client.batch, position: client.position, waiting: client.waiting, heldBytes: client.socket.bufferedAmount })),
+    };
+  }
+
+  /**
+   * Sends what this tick published so far to every live client now, one shared frame per
+   * filter (the end of the tick does it anyway; the daemon calls it before a REST answer).
+   */
+  flush(): void {
+    if (this.flushTimer !== undefined) {
+      clearImmediate(this.flushTimer);
+      this.flushTimer = undefined;
+    }
+    const from = this.flushed + 1;
+    const to = this.journal.lastSeq;
+    if (from > to) return;
+    // The tick published more than the journal holds: its first messages are gone already.
+    const lost = !this.journal.holdsAfter(this.flushed);
+    this.flushed = to;
+    const shared = new Map<string, Frame[]>();
+    for (const client of this.clients) {
+      if (client.waiting || client.position !== from - 1) continue; // behind: caught up once it drains
+      if (lost) {
+        this.sendResync(client, 'overflow', client.position);
+        continue;
+      }
+      let frames = shared.get(client.key);
+      if (frames === undefined) {
+        frames = this.frames(client, from, to);
+        shared.set(client.key, frames);
+      }
+      if (this.writeFrames(client, frames)) client.position = to;
+    }
+  }
+
+  /**
+   * Writes what follows the client's position up to what the live clients have been sent,
+   * in frames, until it is there (then it is live again) or over its cap (then it waits for
+   * its socket to drain). A position the journal no longer holds: `resync`.
+   */
+  private catchUp(client: Client): void {
+    while (!client.gone && !client.waiting && client.position < this.flushed) {
+      if (!this.journal.holdsAfter(client.position)) {
+        this.sendResync(client, 'overflow', client.position);
+        return;
+      }
+      // A slice at a time: the frames of a long replay are not all built before the first is written.
+      const to = Math.min(this.flushed, client.position + 4096);
+      if (this.writeFrames(client, this.frames(client, client.position + 1, to))) client.position = to;
+    }
+  }
+
+  /**
+   * Writes the frames while the client is under its cap; returns false when it went over
+   * (its position is then the last frame written, and a ping will say when it drained).
+   */
+  private writeFrames(client: Client, frames: readonly Frame[]): boolean {
+    for (const frame of frames) {
+      if (client.gone) return false;
+      if (client.socket.bufferedAmount >= this.capBytes) {
+        this.wait(client);
+        return false;
+      }
+      this.write(client, frame.data);
+      client.position = frame.lastSeq;
+    }
+    return true;
+  }
+
+  /** The messages from..to of the client's filter, as its frames. */
+  private frames(client: Client, from: number, to: number): Frame[] {
+    const frames: Frame[] = [];
+    let texts: string[] = [];
+    let chars = 0;
+    let lastSeq = 0;
+    const cut = () => {
+      if (texts.length === 0) return;
+      frames.push({ data: Buffer.from(texts.length === 1 ? `[${texts[0]}]` : `[${texts.join(',')}]`), lastSeq });
+      texts = [];
+      chars = 0;
+    };
+    for (let seq = from; seq <= to; seq++) {
+      const entry = this.journal.at(seq)!;
+      if (!wants(client, entry)) continue;
+      if (!client.batch) {
+        frames.push({ data: Buffer.from(entry.text), lastSeq: seq });
+        continue;
+      }
+      texts.push(entry.text);
+      chars += entry.text.length;
+      lastSeq = seq;
+      if (chars >= FRAME_CHARS) cut();
+    }
+    cut();
+    return frames;
+  }
+
+  /** Over its cap: nothing more is written until the socket has sent what it holds. */
+  private wait(client: Client): void {
+    client.waiting = true;
+    try {
+      // Queued behind everything buffered: its callback runs once all of that is written out.
+      client.socket.ping((error?: Error) => {
+        if (error || client.gone) return;
+        client.waiting = false;
+        this.catchUp(client);
+      });
+    } catch {
+      // not open any more: its close event removes it
+    }
+  }
+
+  /** Tells the client its position cannot be continued from; it goes on live from the last published seq. */
+  private sendResync(client: Client, reason: ResyncReason, lastDelivered: number): void {
+    const resync: ServerMessage = { type: 'resync', seq: this.flushed, at: this.now(), t: process.hrtime.bigint().toString(), reason, oldest: this.journal.oldestSeq, lastDelivered };
+    const text = JSON.stringify(resync);
+    this.write(client, Buffer.from(client.batch ? `[${text}]` : text));
+    client.position = this.flushed;
+  }
+
+  private write(client: Client, data: Buffer): void {
+    // A text frame from bytes already encoded (shared by the clients of one filter).
+    client.socket.send(data, { binary: false });
+  }
+
+  private freshStamps(): string {
+    return `,"at":${this.now()},"t":"${process.hrtime.bigint()}"`;
   }
 
   private onMessage(client: Client, text: string | null): void {
@@ -89,21 +393,15 @@ export class EventFeed {
     }
     if (parsed.topics) client.topics = new Set(parsed.topics);
     if (parsed.sessions !== undefined) client.sessions = parsed.sessions === null ? null : new Set(parsed.sessions);
+    client.key = keyOf(client);
   }
+}
 
-  private send(client: Client, payload: Payload): void {
-    client.socket.send(this.serialize(payload));
-  }
+/** Whether the client wants the message: its topic, and its session when it has one. */
+function wants(client: Client, entry: JournalEntry): boolean {
+  return client.topics.has(entry.topic) && (entry.sessionId === undefined || client.sessions === null || client.sessions.has(entry.sessionId));
+}
 
-  private flushDropped(client: Client): void {
-    if (client.dropped === 0) return;
-    const count = client.dropped;
-    client.dropped = 0;
-    this.send(client, { type: 'dropped', count });
-  }
-
-  private serialize(payload: Payload): string {
-    // The stamps first: a spread followed by more properties is V8's slow path (docs/performance.md).
-    return JSON.stringify({ at: this.now(), t: process.hrtime.bigint().toString(), ...payload });
-  }
+function keyOf(client: Client): string {
+  return `${client.batch ? 'b' : 's'}|${[...client.topics].sort().join(',')}|${client.sessions === null ? '*' : [...client.sessions].sort().join(',')}`;
 }

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import * as chaosSoak from '../../bench/chaos-soak.bench.js';
 import * as containment from '../../bench/containment.bench.js';
 import * as daemonLs from '../../bench/daemon-ls.bench.js';
+import * as daemonStream from '../../bench/daemon-stream.bench.js';
 import * as daemonWsStatus from '../../bench/daemon-ws-status.bench.js';
 import * as fanOut from '../../bench/fan-out.bench.js';
 import * as fsHostile from '../../bench/fs-hostile.bench.js';
@@ -95,6 +96,11 @@ describe('benchmarks at smoke size', () => {
 
   it('daemon-ls', async () => {
     expectWellFormed(await daemonLs.daemonLsBench(daemonLs.smokeSize, ctx), 'daemon-ls');
+  }, 60_000);
+
+  it('daemon-stream', async () => {
+    expectWellFormed(await daemonStream.daemonStreamBench(daemonStream.smokeSize, ctx), 'daemon-stream');
+    expect(leftoverAgents([daemonStream.streamClientScript])).toEqual([]);
   }, 60_000);
 
   it('fs-hostile', async () => {

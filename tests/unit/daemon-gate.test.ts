@@ -1,12 +1,9 @@
 /**
  * The daemon's pure parts: the gate's decisions (Host, Origin, token), the status of each
- * error kind, topic parsing, and the event feed's delivery to a slow reader (a fake socket
- * at the edge: its buffer is what the test controls).
+ * error kind, and topic parsing (the event feed's delivery: event-feed.test.ts).
  */
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import type { WebSocket } from 'ws';
-import { EventFeed, parseTopics } from '../../daemon/event-feed.js';
+import { parseTopics } from '../../daemon/event-feed.js';
 import { ApiError, errorBody, statusOfKind } from '../../daemon/http-kit.js';
 import { createGate } from '../../daemon/request-gate.js';
 import { AgentError } from '../../index.js';
@@ -77,54 +74,5 @@ describe('topics', () => {
     expect(parseTopics(null)).toEqual({ topics: ['status', 'state', 'errors', 'updates', 'permissions', 'logs', 'sessions', 'orphans', 'restore'] });
     expect(parseTopics('status, logs')).toEqual({ topics: ['status', 'logs'] });
     expect(parseTopics('status,bogus')).toEqual({ error: expect.stringContaining('bogus') });
-  });
-});
-
-/** A socket whose send buffer the test sets. */
-class FakeSocket extends EventEmitter {
-  bufferedAmount = 0;
-  sent: Array<Record<string, unknown>> = [];
-  closedWith: number | undefined;
-  send(text: string) {
-    this.sent.push(JSON.parse(text) as Record<string, unknown>);
-  }
-  close(code: number) {
-    this.closedWith = code;
-  }
-}
-
-describe('the event feed', () => {
-  const hello = () => ({ type: 'hello' as const, version: '0', agents: [], permissions: [], topics: [] });
-
-  it('drops updates for a reader whose buffer is full, never status, and says how many it dropped', () => {
-    const feed = new EventFeed(() => 1);
-    const socket = new FakeSocket();
-    feed.attach(socket as unknown as WebSocket, ['status', 'updates'], null, hello);
-    socket.bufferedAmount = 2 * 1024 * 1024;
-    feed.publish('updates', { type: 'session:update', agent: 'a', sessionId: 's', update: {} }, 's');
-    feed.publish('updates', { type: 'session:update', agent: 'a', sessionId: 's', update: {} }, 's');
-    feed.publish('status', { type: 'agent:status', agent: 'a', status: 'connected', previous: 'starting', row: {} as never });
-    expect(socket.sent.map((message) => message.type)).toEqual(['hello', 'dropped', 'agent:status']);
-    expect(socket.sent[1]).toMatchObject({ count: 2, at: 1 });
-    socket.bufferedAmount = 0;
-    feed.publish('updates', { type: 'session:update', agent: 'a', sessionId: 's', update: {} }, 's');
-    expect(socket.sent.map((message) => message.type).at(-1)).toBe('session:update');
-  });
-
-  it('sends each client its topics and sessions, and takes a new subscription', () => {
-    const feed = new EventFeed();
-    const socket = new FakeSocket();
-    feed.attach(socket as unknown as WebSocket, ['updates'], ['mine'], hello);
-    feed.publish('updates', { type: 'session:update', agent: 'a', sessionId: 'other', update: {} }, 'other');
-    feed.publish('updates', { type: 'session:update', agent: 'a', sessionId: 'mine', update: {} }, 'mine');
-    feed.publish('logs', { type: 'log', agent: 'a', line: 'x' });
-    expect(socket.sent.slice(1).map((message) => message.sessionId)).toEqual(['mine']);
-    socket.emit('message', Buffer.from(JSON.stringify({ type: 'subscribe', topics: ['logs'], sessions: null })), false);
-    feed.publish('logs', { type: 'log', agent: 'a', line: 'x' });
-    expect(socket.sent.at(-1)).toMatchObject({ type: 'log' });
-    socket.emit('message', Buffer.from('{"type":"subscribe","topics":["nope"]}'), false);
-    expect(socket.closedWith).toBe(1008);
-    socket.emit('close');
-    expect(feed.size).toBe(0);
   });
 });
