@@ -12,7 +12,7 @@ function stateWith(selectedSession: string | null, sessions: Array<Pick<SessionR
   const state = createState();
   state.selectedAgent = 'claude';
   state.selectedSession = selectedSession;
-  state.sessions = sessions.map((session) => ({ agent: 'claude', cwd: '/w', title: null, state: 'ready', stopReason: null, createdAt: 0, updatedAt: 0, live: true, busy: false, queued: 0, ...session }));
+  state.sessions = sessions.map((session) => ({ agent: 'claude', cwd: '/w', title: null, state: 'ready', stopReason: null, createdAt: 0, updatedAt: 0, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...session }));
   return state;
 }
 

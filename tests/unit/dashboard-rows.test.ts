@@ -36,7 +36,7 @@ function agent(overrides: Partial<ClientAgent> = {}): ClientAgent {
 }
 
 function session(overrides: Partial<SessionRow> = {}): SessionRow {
-  return { agent: 'claude', sessionId: 'sess-1', cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, ...overrides };
+  return { agent: 'claude', sessionId: 'sess-1', cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...overrides };
 }
 
 function orphan(overrides: Partial<Orphan> = {}): Orphan {

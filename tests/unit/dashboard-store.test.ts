@@ -65,7 +65,7 @@ function permissionRow(id: string, sessionId = 's1'): PermissionRow {
 }
 
 function sessionRow(sessionId: string, overrides: Partial<SessionRow> = {}): SessionRow {
-  return { agent: 'alpha', sessionId, cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, ...overrides };
+  return { agent: 'alpha', sessionId, cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...overrides };
 }
 
 /** A state after `hello` with agents alpha and beta, alpha selected (as the page does it). */
