@@ -135,7 +135,7 @@ describe("a prompt's streamed answer", () => {
   it('a refused prompt is an ApiError, and no line is heard', async () => {
     const { api } = clientAnswering(() => json({ error: { kind: 'invalid_request', message: 'text: required' } }, 400));
     const lines: unknown[] = [];
-    await expect(api.prompt('/v1/prompt', {}, (line) => lines.push(line))).rejects.toMatchObject({ kind: 'invalid_request' });
+    await expect(api.prompt('/v1/prompt', { text: '' }, (line) => lines.push(line))).rejects.toMatchObject({ kind: 'invalid_request' });
     expect(lines).toEqual([]);
   });
 });
