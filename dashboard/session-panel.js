@@ -96,9 +96,11 @@ export function createSessionPanel(onControl) {
       }
     }
     renderKeyed(controls, drawn, items, (item) => item.key, createControl, (parts, item) => {
-      const waits = state.pending.has(pendingKey(item.pending, id)) || !row?.live;
-      parts.input.disabled = waits;
-      parts.element.classList.toggle('waits', state.pending.has(pendingKey(item.pending, id)));
+      const pending = state.pending.has(pendingKey(item.pending, id));
+      parts.input.disabled = pending || !row?.live;
+      parts.element.classList.toggle('waits', pending);
+      // While its call is under way a control shows the choice made; then what the session has.
+      if (pending) return;
       if (item.toggle && parts.input instanceof HTMLInputElement) parts.input.checked = item.toggle.current;
       else if (item.picker) parts.input.value = item.picker.current;
     });
