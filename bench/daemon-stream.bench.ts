@@ -4,26 +4,39 @@
  * `agents` fixture agents each stream `updatesPerAgent` chunks (the fixture's
  * `{"op":"stream"}`: one chunk per turn of its event loop, ~1 ms apart), all at once.
  *
- * Sides, in this process, alternated (A B, B A, …) after a warm-up of each:
- * - library (baseline): `createSupervisor` from dist/ with the SQLite store in a temporary
- *   state directory; one session per agent (`newSession`), each heard through
- *   `session.on('update')`, the turns sent with `session.prompt()`;
- * - daemon (headline): `startDaemon` from dist/ (port 0, the SQLite store in another
- *   temporary state directory: as `agentvisor serve` runs it) with its own agents; one
- *   session each (`POST /v1/sessions`), the turns sent with `POST /v1/sessions/:id/prompt`
- *   (a plain JSON answer), and every update delivered to lib/ws-stream-client.mjs, a client
- *   process on `/v1/events?topics=updates&batch=1`. A round ends once the client has
- *   counted every update.
+ * Sides, in this process, rotated (A B C, C B A, …) after a warm-up of each:
+ * - daemon (headline): `startDaemon` from dist/ (port 0, the SQLite store in a temporary
+ *   state directory: as `agentvisor serve` runs it) with its own agents; one session each
+ *   (`POST /v1/sessions`), the turns sent with `POST /v1/sessions/:id/prompt` (a plain JSON
+ *   answer), and every update delivered to lib/ws-stream-client.mjs, a client process on
+ *   `/v1/events?topics=updates&batch=1`. A round ends once the client has counted every update.
+ * - library (baseline): `createSupervisor` from dist/ with the SQLite store in another
+ *   temporary state directory; one session per agent (`newSession`), each heard through
+ *   `session.on('update')`. Its turns are started the way the daemon's are: one HTTP request
+ *   a session from the same client code, to a bare node:http server in this process whose
+ *   handler calls `session.prompt()` and answers when it resolves. Why: where a turn is
+ *   started from changes what the library itself costs per update — 50 prompts started in
+ *   one tick stream in lockstep and share the per-read, per-tick and per-commit work; started
+ *   one request at a time they do not, and the same library spends ~1.5-2× the CPU per update
+ *   (docs/performance.md). The baseline has to pay that too, or the ratio measures it, not the
+ *   daemon.
+ * - library-direct (details): the same supervisor, its turns started in one tick
+ *   in-process (`Promise.all(sessions.map((s) => s.prompt(…)))`).
  * The measure is the CPU time of this process (user + system) over a round divided by the
  * updates of the round: µs per update. The agents run in their own processes on either side
  * and are not counted; the daemon side's client is not either (it is not the daemon). The
- * process hosts both sides, and only one streams at a time.
+ * process hosts every side, and only one streams at a time.
+ *
+ * `BENCH_DAEMON_STREAM_PROFILE=<dir>` writes a CPU profile of each measured round there
+ * (`<side>-<n>.cpuprofile`, node:inspector in this process: the side's own work only).
  *
  * Goal (`met`): daemon µs per update ≤ goalRatio × library's (medians of the rounds);
  * every update arrived on both sides, in seq order, in array frames, with no `resync`; no
  * store error; no process left behind.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { Session as InspectorSession } from 'node:inspector';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +77,27 @@ interface ClientCounts {
   lastSeq: number;
 }
 
+const profileDir = process.env['BENCH_DAEMON_STREAM_PROFILE'];
+
+/** Profiles what `run` does when BENCH_DAEMON_STREAM_PROFILE names a directory; else just runs it. */
+async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
+  if (!profileDir) return run();
+  mkdirSync(profileDir, { recursive: true });
+  const session = new InspectorSession();
+  session.connect();
+  const post = (method: string, params?: object) => new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result))));
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 200 });
+  await post('Profiler.start');
+  try {
+    return await run();
+  } finally {
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    writeFileSync(join(profileDir, `${name}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
+}
+
 interface Round {
   updates: number;
   cpuMs: number;
@@ -82,6 +116,7 @@ export async function daemonStreamBench(size: DaemonStreamSize = defaultSize, ct
 
   let daemon: Daemon | undefined;
   let library: Supervisor | undefined;
+  let turnServer: Server | undefined;
   let client: IpcChild | undefined;
   let storeErrors = 0;
   let rounds: Record<string, Round[]>;
@@ -122,23 +157,40 @@ export async function daemonStreamBench(size: DaemonStreamSize = defaultSize, ct
       if (counts.updates !== expected) throw new Error(`daemon-stream: the client counted ${counts.updates} of ${expected} updates`);
       return { updates: expected, cpuMs, wallMs, usPerUpdate: (cpuMs / expected) * 1000, client: counts };
     };
-    const libraryRound = async (phase: Phase): Promise<Round> => {
+    // The library's turns, started over HTTP as the daemon's are (see above): POST /<index> with the turn's text as JSON.
+    turnServer = createServer((request, response) => {
+      const session = librarySessions[Number(request.url!.slice(1))]!;
+      let body = '';
+      request.setEncoding('utf8');
+      request.on('data', (chunk: string) => (body += chunk));
+      request.on('end', () => {
+        session.prompt(JSON.parse(body) as string).then(
+          (stopReason) => response.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ stopReason })),
+          (error: unknown) => response.writeHead(500).end(String(error)),
+        );
+      });
+    });
+    const turnEndpoint: Endpoint = { port: await listenOnLoopback(turnServer), token: '' };
+    const libraryRound = (startedOverHttp: boolean) => async (phase: Phase): Promise<Round> => {
       const count = phase === 'warmup' ? size.warmupUpdatesPerAgent : size.updatesPerAgent;
       const expected = count * size.agents;
       heard = 0;
       await collectGarbage();
       const cpu = ownCpuMs();
       const start = now();
-      await Promise.all(librarySessions.map((session) => session.prompt(turnText(count))));
+      if (startedOverHttp) await Promise.all(librarySessions.map((_, index) => callJson(turnEndpoint, 'POST', `/${index}`, { body: turnText(count) })));
+      else await Promise.all(librarySessions.map((session) => session.prompt(turnText(count))));
       const cpuMs = ownCpuMs() - cpu;
       const wallMs = now() - start;
       if (heard !== expected) throw new Error(`daemon-stream: the library heard ${heard} of ${expected} updates`);
       return { updates: expected, cpuMs, wallMs, usPerUpdate: (cpuMs / expected) * 1000 };
     };
+    let measured = 0;
+    const side = (name: string, run: (phase: Phase) => Promise<Round>) => (phase: Phase) => (phase === 'warmup' ? run(phase) : profiled(`${name}-${++measured}`, () => run(phase)));
     rounds = await rotate<Round>({
       warmup: size.warmupUpdatesPerAgent > 0 ? 1 : 0,
       rounds: size.rounds,
-      sides: { library: libraryRound, daemon: daemonRound },
+      sides: { library: side('library', libraryRound(true)), daemon: side('daemon', daemonRound), 'library-direct': side('library-direct', libraryRound(false)) },
       onRound: (i, round) =>
         ctx.log(
           `  daemon-stream round ${i}/${size.rounds} (${size.agents} × ${size.updatesPerAgent} updates): ` +
@@ -148,6 +200,7 @@ export async function daemonStreamBench(size: DaemonStreamSize = defaultSize, ct
         ),
     });
   } finally {
+    turnServer?.close();
     await client?.close().catch(() => {});
     try {
       await daemon?.close();
@@ -161,6 +214,7 @@ export async function daemonStreamBench(size: DaemonStreamSize = defaultSize, ct
   const strayClients = leftoverAgents([streamClientScript], client ? [client.pid] : []);
 
   const libraryUs = rounds['library']!.map((r) => r.usPerUpdate);
+  const directUs = rounds['library-direct']!.map((r) => r.usPerUpdate);
   const daemonUs = rounds['daemon']!.map((r) => r.usPerUpdate);
   const baseline = median(libraryUs);
   const headline = median(daemonUs);
@@ -185,15 +239,22 @@ export async function daemonStreamBench(size: DaemonStreamSize = defaultSize, ct
     details: {
       size,
       checks,
-      usPerUpdate: { library: libraryUs.map((us) => round(us, 2)), daemon: daemonUs.map((us) => round(us, 2)) },
-      spread: { library: spread(libraryUs), daemon: spread(daemonUs) },
-      updatesPerS: {
-        library: round(median(rounds['library']!.map((r) => (r.updates / r.wallMs) * 1000)), 0),
-        daemon: round(median(rounds['daemon']!.map((r) => (r.updates / r.wallMs) * 1000)), 0),
-      },
+      usPerUpdate: { library: libraryUs.map((us) => round(us, 2)), daemon: daemonUs.map((us) => round(us, 2)), 'library-direct': directUs.map((us) => round(us, 2)) },
+      spread: { library: spread(libraryUs), daemon: spread(daemonUs), 'library-direct': spread(directUs) },
+      /** The daemon against the library with its turns started in one tick in-process (information). */
+      ratioToDirect: round(headline / median(directUs), 4),
+      updatesPerS: Object.fromEntries(Object.entries(rounds).map(([name, sideRounds]) => [name, round(median(sideRounds.map((r) => (r.updates / r.wallMs) * 1000)), 0)])),
       client: { frames, messages, messagesPerFrame: round(messages / Math.max(frames, 1), 2), bytesPerUpdate: round(clientCounts.reduce((sum, counts) => sum + counts.bytes, 0) / Math.max(messages, 1), 1), helloBytes },
       storeErrors,
       processes: { spawned: spawned.length + 1, agents: spawned.length, clients: 1, leftover: leaks.leftover.length + strayClients.length },
     },
+  });
+}
+
+/** Listens on 127.0.0.1, a free port; resolves with it. */
+function listenOnLoopback(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
   });
 }

@@ -21,12 +21,13 @@ import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { EVENT_TOPICS, type EventTopic, type HelloMessage, type PublishedMessage, type ResyncReason, type ServerMessage, type SubscribeMessage } from './api-types.js';
 import { subscribeMessage } from './api-schemas.js';
-import { DEFAULT_JOURNAL_LIMITS, FeedJournal, type JournalEntry, type JournalLimits } from './feed-journal.js';
+import { DEFAULT_JOURNAL_LIMITS, FeedJournal, topicIndex, type JournalLimits, type Segment } from './feed-journal.js';
 
 /** What the daemon may hold for one client before it stops writing to it: 4 MiB. */
 export const DEFAULT_CLIENT_CAP_BYTES = 4 * 1024 * 1024;
-/** A batch frame is cut at about this many characters (a tick's flood, a catch-up). */
-const FRAME_CHARS = 256 * 1024;
+const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']');
 
 /** What `publish` takes: a message without the stamps the feed adds. */
 export type Payload = PublishedMessage;
@@ -85,6 +86,8 @@ interface Client {
   socket: WebSocket;
   peer: string;
   topics: Set<EventTopic>;
+  /** Its topics as bits of their indexes in EVENT_TOPICS. */
+  topicBits: number;
   sessions: Set<string> | null;
   batch: boolean;
   /** Topics, sessions and framing as one string: clients with the same key share frames. */
@@ -181,6 +184,7 @@ export class EventFeed {
       socket,
       peer,
       topics: new Set(request.topics),
+      topicBits: bitsOf(request.topics),
       sessions: request.sessions ? new Set(request.sessions) : null,
       batch: request.batch,
       key: '',
@@ -226,7 +230,7 @@ export class EventFeed {
     const seq = this.journal.lastSeq + 1;
     // The payload's own JSON after seq and the stamps: no object is copied (a spread is V8's slow path).
     const text = `{"seq":${seq}${this.stamps},${JSON.stringify(payload).slice(1)}`;
-    this.journal.append({ seq, topic, sessionId, text });
+    this.journal.append(seq, topic, sessionId, text);
   }
 
   /** Closes every client's socket (1001 going away); nothing more is published. */
@@ -262,8 +266,9 @@ export class EventFeed {
       clearImmediate(this.flushTimer);
       this.flushTimer = undefined;
     }
+    this.journal.seal();
     const from = this.flushed + 1;
-    const to = this.journal.lastSeq;
+    const to = this.journal.sealedSeq;
     if (from > to) return;
     // The tick published more than the journal holds: its first messages are gone already.
     const lost = !this.journal.holdsAfter(this.flushed);
@@ -291,12 +296,13 @@ export class EventFeed {
    */
   private catchUp(client: Client): void {
     while (!client.gone && !client.waiting && client.position < this.flushed) {
-      if (!this.journal.holdsAfter(client.position)) {
+      const segment = this.journal.holdsAfter(client.position) ? this.journal.segmentOf(client.position + 1) : undefined;
+      if (segment === undefined) {
         this.sendResync(client, 'overflow', client.position);
         return;
       }
-      // A slice at a time: the frames of a long replay are not all built before the first is written.
-      const to = Math.min(this.flushed, client.position + 4096);
+      // A segment at a time: the frames of a long replay are not all built before the first is written.
+      const to = Math.min(this.flushed, segment.lastSeq);
       if (this.writeFrames(client, this.frames(client, client.position + 1, to))) client.position = to;
     }
   }
@@ -318,31 +324,38 @@ export class EventFeed {
     return true;
   }
 
-  /** The messages from..to of the client's filter, as its frames. */
+  /**
+   * The messages from..to of the client's filter, as its frames: with `batch`, a segment's
+   * own buffer when the client wants all of it, else an array of the ones it wants; without,
+   * a view of each message.
+   */
   private frames(client: Client, from: number, to: number): Frame[] {
     const frames: Frame[] = [];
-    let texts: string[] = [];
-    let chars = 0;
-    let lastSeq = 0;
-    const cut = () => {
-      if (texts.length === 0) return;
-      frames.push({ data: Buffer.from(texts.length === 1 ? `[${texts[0]}]` : `[${texts.join(',')}]`), lastSeq });
-      texts = [];
-      chars = 0;
-    };
-    for (let seq = from; seq <= to; seq++) {
-      const entry = this.journal.at(seq)!;
-      if (!wants(client, entry)) continue;
-      if (!client.batch) {
-        frames.push({ data: Buffer.from(entry.text), lastSeq: seq });
+    for (let seq = from; seq <= to; ) {
+      const segment = this.journal.segmentOf(seq)!;
+      const first = seq - segment.firstSeq;
+      const last = Math.min(to, segment.lastSeq) - segment.firstSeq;
+      seq = segment.firstSeq + last + 1;
+      if (client.batch && first === 0 && last === segment.count - 1 && wantsAll(client, segment)) {
+        frames.push({ data: segment.frame, lastSeq: segment.lastSeq });
         continue;
       }
-      texts.push(entry.text);
-      chars += entry.text.length;
-      lastSeq = seq;
-      if (chars >= FRAME_CHARS) cut();
+      const parts: Buffer[] = [];
+      let lastSeq = 0;
+      for (let index = first; index <= last; index++) {
+        if (!wants(client, segment, index)) continue;
+        lastSeq = segment.firstSeq + index;
+        if (!client.batch) {
+          frames.push({ data: segment.message(index), lastSeq });
+          continue;
+        }
+        parts.push(parts.length === 0 ? OPEN : COMMA, segment.message(index));
+      }
+      if (parts.length > 0) {
+        parts.push(CLOSE);
+        frames.push({ data: Buffer.concat(parts), lastSeq });
+      }
     }
-    cut();
     return frames;
   }
 
@@ -391,15 +404,32 @@ export class EventFeed {
       client.socket.close(1008, 'Expected {"type":"subscribe","topics"?:[...],"sessions"?:[...]|null}');
       return;
     }
-    if (parsed.topics) client.topics = new Set(parsed.topics);
+    if (parsed.topics) {
+      client.topics = new Set(parsed.topics);
+      client.topicBits = bitsOf(parsed.topics);
+    }
     if (parsed.sessions !== undefined) client.sessions = parsed.sessions === null ? null : new Set(parsed.sessions);
     client.key = keyOf(client);
   }
 }
 
-/** Whether the client wants the message: its topic, and its session when it has one. */
-function wants(client: Client, entry: JournalEntry): boolean {
-  return client.topics.has(entry.topic) && (entry.sessionId === undefined || client.sessions === null || client.sessions.has(entry.sessionId));
+/** Whether the client wants message `index` of the segment: its topic, and its session when it has one. */
+function wants(client: Client, segment: Segment, index: number): boolean {
+  if (((client.topicBits >>> segment.topics[index]!) & 1) === 0) return false;
+  const sessionId = segment.sessions[index];
+  return sessionId === undefined || client.sessions === null || client.sessions.has(sessionId);
+}
+
+/** Whether the client wants every message of the segment. */
+function wantsAll(client: Client, segment: Segment): boolean {
+  for (let index = 0; index < segment.count; index++) if (!wants(client, segment, index)) return false;
+  return true;
+}
+
+function bitsOf(topics: Iterable<EventTopic>): number {
+  let bits = 0;
+  for (const topic of topics) bits |= 1 << topicIndex[topic];
+  return bits;
 }
 
 function keyOf(client: Client): string {

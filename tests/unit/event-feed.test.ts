@@ -158,8 +158,11 @@ describe('the event feed', () => {
 
   it('a `since` the journal no longer holds, or of another epoch, gets resync and then the live messages', async () => {
     const feed = new EventFeed({ epoch: 'e1', journal: { maxMessages: 5 } });
-    for (let n = 0; n < 8; n++) update(feed, 's', n);
-    await tick();
+    // A tick at a time: the journal evicts what a tick published as a whole.
+    for (let n = 0; n < 8; n++) {
+      update(feed, 's', n);
+      await tick();
+    }
     const expired = attach(feed, { since: 2, epoch: 'e1' });
     const otherEpoch = attach(feed, { since: 7, epoch: 'e0' });
     const ahead = attach(feed, { since: 9 }); // beyond anything this daemon published: an earlier daemon's
@@ -218,14 +221,15 @@ describe('the event feed', () => {
   });
 
   it('a tick that publishes more than the journal holds sends its clients resync, not a silent gap', async () => {
-    const feed = new EventFeed({ journal: { maxMessages: 20 } });
+    const feed = new EventFeed({ journal: { maxBytes: 300_000 } });
     const socket = attach(feed, { batch: true });
-    for (let n = 0; n < 30; n++) update(feed, 's', n);
+    // 400 K characters in one tick: sealed as two segments (at ~256 K), and the first no longer fits.
+    for (let n = 0; n < 4; n++) log(feed, 'x'.repeat(100_000));
     await tick();
-    expect(socket.messages().slice(1)).toMatchObject([{ type: 'resync', reason: 'overflow', seq: 30, oldest: 11, lastDelivered: 0 }]);
+    expect(socket.messages().slice(1)).toMatchObject([{ type: 'resync', reason: 'overflow', seq: 4, oldest: 4, lastDelivered: 0 }]);
     update(feed);
     await tick();
-    expect(socket.seqs()).toEqual([31]);
+    expect(socket.seqs()).toEqual([5]);
   });
 
   it('a client that never reads holds no more than its cap, however much is published', async () => {
