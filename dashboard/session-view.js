@@ -43,7 +43,8 @@
  * `/mode`), or — an agent with config options only — its option of category `mode`; the model
  * picker is the unstable `models` (`/model`), or the option of category `model`. A mode
  * option beside `modes` is the same choice (the library keeps the two in step): it is not
- * shown twice. Every other option is a select or a toggle.
+ * shown twice; a model option beside `models` is not tied to them, and is listed as an option.
+ * Every other option is a select or a toggle.
  * @param {Pick<SessionRow, 'modes' | 'models' | 'configOptions'>} row
  * @returns {SessionControls}
  */
@@ -79,7 +80,8 @@ export function sessionControls(row) {
   } else if (modelOption) {
     model = optionPicker(modelOption, 'model');
   }
-  const shown = new Set([modeOption?.id, modelOption?.id]);
+  // Not listed again: the option a picker is, and the mode option (the same choice as `modes`).
+  const shown = new Set([modeOption?.id, model?.configId].filter(Boolean));
   return {
     mode,
     model,
@@ -217,5 +219,5 @@ export function terminalView(terminal) {
  */
 export function stripEscapes(text) {
   // eslint-disable-next-line no-control-regex
-  return text.replace(/\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g, '').replace(/\r+\n/g, '\n');
+  return text.replace(/\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[()*+][0-9A-Za-z]|\u001b[@-Z\\-_]/g, '').replace(/\r+\n/g, '\n');
 }
