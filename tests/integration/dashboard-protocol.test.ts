@@ -362,7 +362,7 @@ describe.skipIf(noChromium !== null)(`the dashboard over the whole protocol${noC
       await poll(agentTexts).toEqual(['after the login']);
 
       await streams[0]!.close();
-      await poll(() => streams.length).toBe(2);
+      await expect.poll(() => streams.length, { timeout: WAIT_MS }).toBe(2);
       const historyReads = () => secondRequests.filter((url) => url.includes(`/v1/sessions/${sessionId}/history`)).length;
       const readsBefore = historyReads();
       // While the page is away: a prompt from another client, streamed in five chunks.
