@@ -4,11 +4,12 @@
  * into the journal (daemon/feed-journal.ts); clients get the messages of their topics and
  * sessions in seq order, with nothing lost:
  *
- * - **Batched per tick.** What is published within one turn of the event loop is serialized
- *   once (at publish) and written at the end of it (`setImmediate`, after the poll phase that
- *   read the agents' output): one frame per client (`?batch=1`: a JSON array), or one frame
- *   per message for the clients that did not ask for batches. Clients with the same filter
- *   share one frame, encoded once.
+ * - **Batched per tick.** Every message is serialized once, at publish. Updates, logs and
+ *   state moves published within one turn of the event loop are written at the end of it
+ *   (`setImmediate`, after the poll phase that read the agents' output): one frame per client
+ *   (`?batch=1`: a JSON array), or one frame per message for the clients that did not ask for
+ *   batches; a status change, an error or a permission request goes out at once (with what
+ *   was published before it). Clients with the same filter share one frame, encoded once.
  * - **Resumable.** A client that comes back with `?since=N` (and `&epoch=`) is replayed what
  *   followed N from the journal, then goes live: it is at a position, and is always sent what
  *   follows its position, so nothing published during the replay is missed or sent twice.
@@ -25,6 +26,13 @@ import { DEFAULT_JOURNAL_LIMITS, FeedJournal, topicIndex, type JournalLimits, ty
 
 /** What the daemon may hold for one client before it stops writing to it: 4 MiB. */
 export const DEFAULT_CLIENT_CAP_BYTES = 4 * 1024 * 1024;
+/**
+ * Topics whose messages wait for the end of the tick, to go out together: the many. The
+ * others (status changes, errors, permissions, session status, orphans, restore) are few and
+ * someone may be waiting for them: they go out at once.
+ */
+const BULK_TOPICS: ReadonlySet<EventTopic> = new Set<EventTopic>(['updates', 'logs', 'state']);
+
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
 const CLOSE = Buffer.from(']');
@@ -152,6 +160,8 @@ export class EventFeed {
   /** The seq up to which every live client has been sent its messages. */
   private flushed = 0;
   private flushTimer: NodeJS.Immediate | undefined;
+  /** Messages were published since the last flush (under `stamps`). */
+  private batchOpen = false;
   /** `,"at":…,"t":"…"` of the batch being published: stamped once per tick, not per message. */
   private stamps = '';
   private closed = false;
@@ -219,18 +229,25 @@ export class EventFeed {
   /**
    * Publishes a message of `topic` (of session `sessionId`, for the clients' `sessions`
    * filter): it gets the next seq, is serialized once, kept in the journal, and sent to the
-   * clients of that topic at the end of the tick.
+   * clients of that topic — at the end of the tick for the bulk topics (updates, logs, state
+   * moves), at once for the others (a status change, an error, a permission request), after
+   * what the tick published before it.
    */
   publish(topic: EventTopic, payload: Payload, sessionId?: string): void {
     if (this.closed) return;
-    if (this.flushTimer === undefined) {
+    const urgent = !BULK_TOPICS.has(topic);
+    // What came before goes first, under its own stamps; this one is stamped as it is published.
+    if (urgent && this.batchOpen) this.flush();
+    if (!this.batchOpen) {
+      this.batchOpen = true;
       this.stamps = this.freshStamps();
-      this.flushTimer = setImmediate(() => this.flush());
+      if (!urgent) this.flushTimer = setImmediate(() => this.flush());
     }
     const seq = this.journal.lastSeq + 1;
     // The payload's own JSON after seq and the stamps: no object is copied (a spread is V8's slow path).
     const text = `{"seq":${seq}${this.stamps},${JSON.stringify(payload).slice(1)}`;
     this.journal.append(seq, topic, sessionId, text);
+    if (urgent) this.flush();
   }
 
   /** Closes every client's socket (1001 going away); nothing more is published. */
@@ -266,6 +283,7 @@ export class EventFeed {
       clearImmediate(this.flushTimer);
       this.flushTimer = undefined;
     }
+    this.batchOpen = false;
     this.journal.seal();
     const from = this.flushed + 1;
     const to = this.journal.sealedSeq;

@@ -107,6 +107,24 @@ describe('the event feed', () => {
     expect(batch.frames).toHaveLength(3);
   });
 
+  it('sends a status change at once, after what the tick published before it', () => {
+    let clock = 1;
+    const feed = new EventFeed({ now: () => clock });
+    const batch = attach(feed, { batch: true });
+    update(feed, 's', 0);
+    update(feed, 's', 1);
+    clock = 2;
+    feed.publish('status', { type: 'agent:status', agent: 'a', status: 'connected', previous: 'starting', row: {} as never });
+    // No tick has passed: the two updates went first (their frame, their stamp), then the status.
+    expect(batch.frames.slice(1).map((frame) => (JSON.parse(frame.toString()) as Message[]).map((message) => [message.seq, message.at]))).toEqual([
+      [
+        [1, 1],
+        [2, 1],
+      ],
+      [[3, 2]],
+    ]);
+  });
+
   it('encodes a frame once for every client of the same filter', async () => {
     const feed = new EventFeed();
     const [a, b, c] = [attach(feed, { batch: true }), attach(feed, { batch: true }), attach(feed, { batch: true, topics: ['logs'] })];
