@@ -413,7 +413,7 @@ export type PublishedMessage =
   | { type: 'pty:activity'; agent: string; state: PtyActivityState; exitCode?: number | null; signal?: string | null }
   /**
    * topic `terminals`: what a pty agent's terminal printed, raw (escape sequences and all) — the
-   * runtime's terminal `output` event. Dropped for a client that reads too slowly, like updates.
+   * runtime's terminal `output` event.
    */
   | { type: 'terminal:output'; agent: string; data: string };
 

@@ -6,8 +6,12 @@
  * given (tests/unit/dashboard-api.test.ts gives its own).
  */
 
-/** @import { AgentRow, AgentsBody, ApiErrorBody, LogsBody, OrphansBody, OrphansKillBody, PermissionAnswerBody, PromptStreamLine, SessionsBody } from '../daemon/api-types.js' */
-/** @import { TranscriptEntry } from '../index.js' */
+/**
+ * @import { AgentRow, AgentsBody, ApiErrorBody, CancelBody, ElicitationAnswerBody, ElicitationsBody, LogsBody, OrphansBody, OrphansKillBody,
+ *   PermissionAnswerBody, PermissionsBody, PromptStreamLine, SessionRow, SessionsBody, TerminalOutputBody } from '../daemon/api-types.js'
+ */
+/** @import { ContentBlock, TranscriptEntry } from '../index.js' */
+/** @import { FormContent } from './elicitation-form.js' */
 /** @import { AgentAction } from './rows.js' */
 
 /** Entries per history page asked for. */
@@ -83,17 +87,51 @@ export function createApiClient({ token, fetch = globalThis.fetch.bind(globalThi
     agents: () => /** @type {Promise<AgentsBody>} */ (json('/v1/agents')),
     /** `GET /v1/agents/:name`. */
     agent: (/** @type {string} */ name) => /** @type {Promise<AgentRow>} */ (json(`/v1/agents/${enc(name)}`)),
-    /** `POST /v1/agents/:name/start|stop|restart`; `kill` is `stop` with `{ force: true }`. */
-    agentAction: (/** @type {string} */ name, /** @type {AgentAction} */ action) =>
-      /** @type {Promise<AgentRow>} */ (
-        action === 'kill' ? json(`/v1/agents/${enc(name)}/stop`, { method: 'POST', body: { force: true } }) : json(`/v1/agents/${enc(name)}/${action}`, { method: 'POST' })
-      ),
+    /**
+     * `POST /v1/agents/:name/start|stop|restart`; `kill` is `stop` with `{ force: true }`; a
+     * restart's `reason` (kept in the event log) when one is given.
+     * @param {string} name
+     * @param {AgentAction} action
+     * @param {{ reason?: string }} [options]
+     * @returns {Promise<AgentRow>}
+     */
+    agentAction(name, action, options = {}) {
+      if (action === 'kill') return /** @type {Promise<AgentRow>} */ (json(`/v1/agents/${enc(name)}/stop`, { method: 'POST', body: { force: true } }));
+      const body = action === 'restart' && options.reason ? { reason: options.reason } : undefined;
+      return /** @type {Promise<AgentRow>} */ (json(`/v1/agents/${enc(name)}/${action}`, { method: 'POST', body }));
+    },
+    /** `POST /v1/agents/:name/authenticate`: log in with one of the agent's methods. */
+    authenticate: (/** @type {string} */ name, /** @type {string} */ methodId) => /** @type {Promise<AgentRow>} */ (json(`/v1/agents/${enc(name)}/authenticate`, { method: 'POST', body: { methodId } })),
     /** `GET /v1/agents/:name/logs?tail=`: the newest `tail` lines, oldest first. */
     logTail: (/** @type {string} */ name, /** @type {number} */ tail) => /** @type {Promise<LogsBody>} */ (json(`/v1/agents/${enc(name)}/logs?tail=${tail}`)),
     /** `GET /v1/sessions?agent=`. */
     sessions: (/** @type {string} */ agent) => /** @type {Promise<SessionsBody>} */ (json(`/v1/sessions?agent=${enc(agent)}`)),
     /** `GET /v1/sessions/:id/history`, every page. */
     history: (/** @type {string} */ sessionId) => /** @type {Promise<TranscriptEntry[]>} */ (allPages(`/v1/sessions/${enc(sessionId)}/history`)),
+    /** `POST /v1/sessions/:id/mode`: the session's row once the agent took it. */
+    setMode: (/** @type {string} */ sessionId, /** @type {string} */ modeId) => /** @type {Promise<SessionRow>} */ (json(`/v1/sessions/${enc(sessionId)}/mode`, { method: 'POST', body: { modeId } })),
+    /** `POST /v1/sessions/:id/model`. */
+    setModel: (/** @type {string} */ sessionId, /** @type {string} */ modelId) => /** @type {Promise<SessionRow>} */ (json(`/v1/sessions/${enc(sessionId)}/model`, { method: 'POST', body: { modelId } })),
+    /** `POST /v1/sessions/:id/config`: a select option's value id, or a boolean option's value. */
+    setConfig: (/** @type {string} */ sessionId, /** @type {string} */ configId, /** @type {string | boolean} */ value) =>
+      /** @type {Promise<SessionRow>} */ (json(`/v1/sessions/${enc(sessionId)}/config`, { method: 'POST', body: { configId, value } })),
+    /** `POST /v1/sessions/:id/cancel`: the running turn cancelled, the queued prompts dropped. */
+    cancelSession: (/** @type {string} */ sessionId) => /** @type {Promise<CancelBody>} */ (json(`/v1/sessions/${enc(sessionId)}/cancel`, { method: 'POST' })),
+    /** `POST /v1/sessions/:id/close`. */
+    closeSession: (/** @type {string} */ sessionId) => /** @type {Promise<SessionRow>} */ (json(`/v1/sessions/${enc(sessionId)}/close`, { method: 'POST' })),
+    /** `GET /v1/sessions/:id/terminals/:terminalId`: what a client terminal of the session shows now. */
+    terminalOutput: (/** @type {string} */ sessionId, /** @type {string} */ terminalId) =>
+      /** @type {Promise<TerminalOutputBody>} */ (json(`/v1/sessions/${enc(sessionId)}/terminals/${enc(terminalId)}`)),
+    /** `GET /v1/permissions`. */
+    permissions: () => /** @type {Promise<PermissionsBody>} */ (json('/v1/permissions')),
+    /** `GET /v1/elicitations`. */
+    elicitations: () => /** @type {Promise<ElicitationsBody>} */ (json('/v1/elicitations')),
+    /**
+     * `POST /v1/elicitations/:id`: accept (a form's values; a URL without), decline or cancel.
+     * @param {string} id
+     * @param {{ action: 'accept', content?: FormContent } | { action: 'decline' } | { action: 'cancel' }} answer
+     */
+    answerElicitation: (id, answer) => /** @type {Promise<ElicitationAnswerBody>} */ (json(`/v1/elicitations/${enc(id)}`, { method: 'POST', body: answer })),
     /** `POST /v1/permissions/:id`. */
     answerPermission: (/** @type {string} */ id, /** @type {string} */ optionId) =>
       /** @type {Promise<PermissionAnswerBody>} */ (json(`/v1/permissions/${enc(id)}`, { method: 'POST', body: { optionId } })),
@@ -119,7 +157,7 @@ export function createApiClient({ token, fetch = globalThis.fetch.bind(globalThi
      * A prompt with its answer streamed (`Accept: application/x-ndjson`): `onLine` hears each
      * line as it arrives; resolves when the answer ends.
      * @param {string} path
-     * @param {unknown} body
+     * @param {PromptBody} body
      * @param {(line: PromptStreamLine) => void} onLine
      */
     async prompt(path, body, onLine) {
@@ -132,6 +170,12 @@ export function createApiClient({ token, fetch = globalThis.fetch.bind(globalThi
 }
 
 /** @typedef {ReturnType<typeof createApiClient>} ApiClient */
+
+/**
+ * What a prompt sends: its text, or its content blocks (with files attached); by name
+ * (`POST /v1/prompt`, with the agent and the session's name) or to a session by its id.
+ * @typedef {({ text: string } | { content: ContentBlock[] }) & ({ agent: string, session: string } | {})} PromptBody
+ */
 
 /** The failure an answer that is not ok is: its API error body when it has one. */
 async function failure(/** @type {Response} */ response) {

@@ -10,10 +10,13 @@
  * answer says which session it runs in and how the turn ends; its updates are also on the event
  * stream, which is the one source the transcript takes them from (never both).
  */
+import { promptContent } from './attachments.js';
 import { feedOf, logKey, transcriptKey } from './feed.js';
 import { errorText } from './format.js';
 import { promptStatusText, promptTarget } from './prompt-model.js';
 import { killedNotice } from './rows.js';
+import { createSessionActions } from './session-actions.js';
+import { elicitationAsked } from './session-store.js';
 import {
   applyServerMessage,
   permissionAsked,
@@ -29,6 +32,7 @@ import { coalesced } from './tasks.js';
 
 /** @import { ServerMessage } from '../daemon/api-types.js' */
 /** @import { ApiClient } from './api.js' */
+/** @import { Attachment } from './attachments.js' */
 /** @import { Notice } from './dom.js' */
 /** @import { LogItem, TranscriptItem } from './feed.js' */
 /** @import { AgentAction } from './rows.js' */
@@ -47,8 +51,10 @@ export const LOG_TAIL = 1000;
  * @property {View} chart
  * @property {View} permissions
  * @property {View} orphans
+ * @property {View} elicitations
  * @property {View} sessions
- * @property {View & { append(item: TranscriptItem): void }} transcript
+ * @property {View} session The selected session's bar: its controls, plan and usage.
+ * @property {View & { append(item: TranscriptItem): void, renderTerminals(): void }} transcript
  * @property {View & { append(entry: LogItem): void }} logs
  * @property {{ draft(): Draft, setDraft(draft: Draft): void, setSessionName(name: string): void, setStatus(line: string): void }} prompt
  */
@@ -65,6 +71,7 @@ export function createController({ state, api, panels, notice }) {
   function render(part) {
     if (part === 'version') panels.topBar.renderVersion(state);
     else if (part === 'connection') panels.topBar.renderConnection(state);
+    else if (part === 'terminals') panels.transcript.renderTerminals();
     else panels[part].render(state);
   }
 
@@ -99,6 +106,12 @@ export function createController({ state, api, panels, notice }) {
         case 'refresh-orphans':
           void refreshOrphans();
           break;
+        case 'refresh-permissions':
+          void sessionActions.refreshPermissions();
+          break;
+        case 'refresh-elicitations':
+          void sessionActions.refreshElicitations();
+          break;
         case 'notice':
           notice.show(effect.message, effect.kind);
           break;
@@ -111,7 +124,7 @@ export function createController({ state, api, panels, notice }) {
     const draft = selectAgentIn(state, name, panels.prompt.draft());
     if (!draft) return;
     panels.prompt.setDraft(draft);
-    for (const part of /** @type {Part[]} */ (['agents', 'chart', 'sessions', 'transcript'])) render(part);
+    for (const part of /** @type {Part[]} */ (['agents', 'chart', 'sessions', 'session', 'transcript'])) render(part);
     void refreshSessions();
     showLogs();
   }
@@ -120,6 +133,7 @@ export function createController({ state, api, panels, notice }) {
   function selectSession(/** @type {string} */ sessionId) {
     panels.prompt.setSessionName(selectSessionIn(state, sessionId));
     render('sessions');
+    render('session');
     render('transcript');
     loadTranscript(sessionId);
   }
@@ -133,6 +147,7 @@ export function createController({ state, api, panels, notice }) {
       if (!taken) return;
       if (taken.select) selectSession(taken.select);
       render('sessions');
+      render('session');
     } catch (error) {
       notice.show(`Could not list the sessions: ${errorText(error)}`);
     }
@@ -201,7 +216,9 @@ export function createController({ state, api, panels, notice }) {
     });
   }
 
-  /** After a gap (a reconnection, dropped messages): what is selected, loaded again. */
+  const sessionActions = createSessionActions({ state, api, notice, run, refreshSessions });
+
+  /** After a gap (a connection that did not resume, a resync): what is selected, loaded again. */
   function reloadSelected() {
     render('transcript');
     render('logs');
@@ -216,9 +233,10 @@ export function createController({ state, api, panels, notice }) {
    * @param {string} agent
    * @param {string} text
    * @param {string} sessionName
+   * @param {Attachment[]} attachments
    */
-  async function runPrompt(agent, text, sessionName) {
-    const target = promptTarget(state, agent, text, sessionName);
+  async function runPrompt(agent, text, sessionName, attachments) {
+    const target = promptTarget(state, agent, attachments.length > 0 ? promptContent(text, attachments) : text, sessionName);
     let updates = 0;
     // The prompt itself shows when the event stream brings it (session:turn), as every client's
     // prompts do: one source for the transcript, in the order the daemon sent it.
@@ -238,6 +256,9 @@ export function createController({ state, api, panels, notice }) {
         case 'permission':
           run(permissionAsked(state, line.permission));
           break;
+        case 'elicitation':
+          run(elicitationAsked(state, line.elicitation));
+          break;
         case 'done':
           void refreshSessions();
           break;
@@ -252,6 +273,7 @@ export function createController({ state, api, panels, notice }) {
     render,
     selectAgent,
     selectSession,
+    ...sessionActions,
 
     /** One message of the event stream. */
     onServerMessage(/** @type {ServerMessage} */ message) {
@@ -265,28 +287,36 @@ export function createController({ state, api, panels, notice }) {
     },
 
     /**
-     * Sends a prompt to the selected agent; false (nothing sent) when none is selected.
+     * Sends a prompt to the selected agent, with the files attached; false (nothing sent) when
+     * none is selected.
      * @param {string} text
      * @param {string} sessionName The session field, trimmed.
+     * @param {Attachment[]} [attachments]
      */
-    sendPrompt(text, sessionName) {
+    sendPrompt(text, sessionName, attachments = []) {
       const agent = state.selectedAgent;
       if (!agent) return false;
-      runPrompt(agent, text, sessionName).catch((/** @type {unknown} */ error) => {
+      runPrompt(agent, text, sessionName, attachments).catch((/** @type {unknown} */ error) => {
         panels.prompt.setStatus(`error: ${errorText(error)}`);
         notice.show(`The prompt failed: ${errorText(error)}`);
       });
       return true;
     },
 
-    /** start, stop, kill or restart an agent; its buttons wait meanwhile. */
-    async agentAction(/** @type {string} */ name, /** @type {AgentAction} */ action) {
+    /**
+     * start, stop, kill or restart an agent (a restart with the reason given, if any); its
+     * buttons wait meanwhile.
+     * @param {string} name
+     * @param {AgentAction} action
+     * @param {{ reason?: string }} [options]
+     */
+    async agentAction(name, action, options = {}) {
       const agent = state.agents.get(name);
       if (!agent) return;
       agent.busy = true;
       render('agents');
       try {
-        const row = await api.agentAction(name, action);
+        const row = await api.agentAction(name, action, options);
         // The event stream has said all this already, maybe newer: the answer counts only without it.
         if (state.connection.state !== 'open') run(takeAgentRow(state, row));
       } catch (error) {

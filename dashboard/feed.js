@@ -128,11 +128,12 @@ export function mergeOverlap(history, live, key) {
 
 /**
  * What makes two transcript items the same one, whether read from history or heard live. A
- * permission request is its tool call; its answer, the option chosen; a prompt, its text.
+ * permission request is its tool call; its answer, the option chosen; an elicitation, its
+ * mode and message; its answer, the action; a prompt, its text.
  * @param {TranscriptItem} item
  */
 export function transcriptKey(item) {
-  const data = /** @type {{ prompt?: unknown, toolCall?: { toolCallId?: string }, outcome?: { outcome?: string, optionId?: string } }} */ (item.data ?? {});
+  const data = /** @type {{ prompt?: unknown, toolCall?: { toolCallId?: string }, outcome?: { outcome?: string, optionId?: string }, mode?: string, message?: string, action?: string }} */ (item.data ?? {});
   switch (item.kind) {
     case 'prompt':
       return `prompt:${promptText(data.prompt)}`;
@@ -140,6 +141,10 @@ export function transcriptKey(item) {
       return `permission:${data.toolCall?.toolCallId}`;
     case 'permission_outcome':
       return `outcome:${data.outcome?.outcome}:${data.outcome?.optionId ?? ''}`;
+    case 'elicitation':
+      return `elicitation:${data.mode}:${data.message}`;
+    case 'elicitation_outcome':
+      return `elicitation_outcome:${data.action}`;
     default:
       return `${item.kind}:${JSON.stringify(data)}`;
   }

@@ -6,6 +6,7 @@
 import { counted } from './format.js';
 
 /** @import { PromptStreamLine } from '../daemon/api-types.js' */
+/** @import { ContentBlock } from '../index.js' */
 /** @import { DashboardState } from './store.js' */
 
 /** The session a prompt goes to when the session field is empty and none is selected. */
@@ -16,16 +17,19 @@ export const DEFAULT_SESSION = 'default';
  * session selected: `default`) goes through `POST /v1/prompt` by name; an empty field with a
  * session selected means that session, an unnamed one maybe, reachable only by its id (`POST
  * /v1/sessions/:id/prompt`).
+ * The prompt is its text (`{ text }`), or its content blocks when files are attached
+ * (`{ content }`).
  * @param {DashboardState} state
  * @param {string} agent
- * @param {string} text
+ * @param {string | ContentBlock[]} prompt
  * @param {string} sessionName The session field, trimmed.
- * @returns {{ path: string, body: { text: string } | { agent: string, text: string, session: string } }}
+ * @returns {{ path: string, body: ({ text: string } | { content: ContentBlock[] }) & ({ agent: string, session: string } | {}) }}
  */
-export function promptTarget(state, agent, text, sessionName) {
+export function promptTarget(state, agent, prompt, sessionName) {
+  const input = typeof prompt === 'string' ? { text: prompt } : { content: prompt };
   const byId = !sessionName && state.selectedSession ? state.selectedSession : null;
-  if (byId) return { path: `/v1/sessions/${encodeURIComponent(byId)}/prompt`, body: { text } };
-  return { path: '/v1/prompt', body: { agent, text, session: sessionName || DEFAULT_SESSION } };
+  if (byId) return { path: `/v1/sessions/${encodeURIComponent(byId)}/prompt`, body: input };
+  return { path: '/v1/prompt', body: { agent, ...input, session: sessionName || DEFAULT_SESSION } };
 }
 
 /**
@@ -45,6 +49,8 @@ export function promptStatusText(line, updates) {
       return `running… ${counted(updates, 'update')}`;
     case 'permission':
       return 'waiting for a permission answer';
+    case 'elicitation':
+      return 'waiting for an answer to its question';
     case 'done':
       return `done: ${line.stopReason}`;
     case 'error':

@@ -17,12 +17,16 @@ export const AGENT_ACTIONS = /** @type {const} */ (['start', 'stop', 'kill', 're
 /**
  * An agent's row: its name (with its display name), status badge, facts, last error, and
  * whether its buttons wait for a call of this page. `kill` never waits: it is the way out of
- * a graceful stop that hangs.
+ * a graceful stop that hangs. Parked for a login (`needsAuth`), its login methods are buttons
+ * (a `terminal` method runs in a terminal, which this page is not: it is left out) and the
+ * URLs the login asked a person to open are links.
  * @param {ClientAgent} agent
  * @param {boolean} selected
+ * @param {string[]} [authUrls] What the agent's login asked to open (`agent:auth_prompt`).
  */
-export function agentRowView(agent, selected) {
+export function agentRowView(agent, selected, authUrls = []) {
   const error = agent.lastError;
+  const parked = agent.status === 'needsAuth';
   return {
     selected,
     status: agent.status,
@@ -37,6 +41,12 @@ export function agentRowView(agent, selected) {
     credential: agent.credential ?? '—',
     error: error ? { message: error.message ?? '', title: [error.kind, error.class].filter(Boolean).join(' · ') } : null,
     waits: Boolean(agent.busy),
+    login: parked
+      ? (agent.authMethods ?? [])
+          .filter((method) => /** @type {{ type?: string }} */ (method).type !== 'terminal')
+          .map((method) => ({ methodId: method.id, label: `log in: ${method.name}`, title: method.description ?? '' }))
+      : [],
+    authUrls: parked ? authUrls.map((url) => ({ url, href: /^https?:\/\//i.test(url) ? url : null })) : [],
   };
 }
 

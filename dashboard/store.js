@@ -7,9 +7,12 @@
  * the effects.
  */
 import { feedOf } from './feed.js';
+import { elicitationAsked, elicitationResolved, takeSessionState } from './session-store.js';
 
 /** @import { AgentRow, OrphansBody, PermissionAnswerBody, PermissionRow, ServerMessage, SessionRow } from '../daemon/api-types.js' */
+/** @import { Attachment } from './attachments.js' */
 /** @import { Feed, LogItem, TranscriptItem } from './feed.js' */
+/** @import { ClientElicitation, TerminalState } from './session-store.js' */
 
 /** States listed in the trail under the statechart. */
 export const TRAIL_LENGTH = 12;
@@ -33,9 +36,19 @@ export const TRAIL_LENGTH = 12;
  * @typedef {PermissionRow & { answering?: boolean, answered?: boolean }} ClientPermission
  */
 
-/** What is typed in an agent's prompt box: its text and session field. @typedef {{ text: string, session: string }} Draft */
+/**
+ * What is typed in an agent's prompt box: its text, session field, and the files attached.
+ * @typedef {{ text: string, session: string, attachments?: Attachment[] }} Draft
+ */
 
 /** @typedef {'connecting' | 'open' | 'closed'} ConnectionState */
+
+/**
+ * Where the page stands in the event stream: the daemon's `epoch` and the `seq` of the last
+ * message applied (null before the first `hello`). It reconnects with them (`?since=&epoch=`)
+ * and is replayed what it missed.
+ * @typedef {{ epoch: string | null, lastSeq: number | null }} StreamCursor
+ */
 
 /** @typedef {OrphansBody['orphans'][number]} Orphan */
 
@@ -50,22 +63,28 @@ export const TRAIL_LENGTH = 12;
  * @typedef {object} DashboardState
  * @property {string | null} version The daemon's, from `hello`.
  * @property {{ state: ConnectionState, text: string }} connection The event stream's.
+ * @property {StreamCursor} stream
  * @property {Map<string, ClientAgent>} agents By name, in the daemon's order.
  * @property {Map<string, string[]>} trails Recent dotted states per agent, oldest first.
  * @property {Map<string, ClientPermission>} permissions Pending, by id.
  * @property {Map<string, ClientPermission>} permissionsSeen Every one seen, by id, kept once answered (its session, its options).
+ * @property {Map<string, ClientElicitation>} elicitations Waiting for an answer, by id.
+ * @property {Set<string>} elicitationsAnswered Ids answered since the page loaded (a late request of one is not shown again).
+ * @property {Map<string, string[]>} authPrompts The URLs an agent asked a person to open during its login, by agent.
  * @property {string | null} selectedAgent
  * @property {SessionRow[]} sessions The selected agent's, newest first.
  * @property {string | null} selectedSession
  * @property {Map<string, Feed<TranscriptItem>>} transcripts By session id.
  * @property {Map<string, Feed<LogItem>>} logs By agent.
  * @property {Map<string, Draft>} drafts The prompt box of each agent, kept while another is selected.
+ * @property {Map<string, TerminalState>} terminals Client terminals' output as last read, by `terminalKey`.
+ * @property {Set<string>} pending The session calls under way (a control's choice, a cancel, a close), by `pendingKey`: their controls wait.
  * @property {OrphansState} orphans
  */
 
 /**
  * A part of the page drawn from the state.
- * @typedef {'version' | 'connection' | 'agents' | 'chart' | 'permissions' | 'orphans' | 'sessions' | 'transcript' | 'logs'} Part
+ * @typedef {'version' | 'connection' | 'agents' | 'chart' | 'permissions' | 'elicitations' | 'orphans' | 'sessions' | 'session' | 'transcript' | 'terminals' | 'logs'} Part
  */
 
 /**
@@ -80,6 +99,8 @@ export const TRAIL_LENGTH = 12;
  *   | { type: 'refresh-sessions' }
  *   | { type: 'refresh-session-count', agent: string }
  *   | { type: 'refresh-orphans' }
+ *   | { type: 'refresh-permissions' }
+ *   | { type: 'refresh-elicitations' }
  *   | { type: 'notice', message: string, kind: 'error' | 'info' }
  * )} Effect
  */
@@ -89,16 +110,22 @@ export function createState() {
   return {
     version: null,
     connection: { state: 'connecting', text: 'connecting…' },
+    stream: { epoch: null, lastSeq: null },
     agents: new Map(),
     trails: new Map(),
     permissions: new Map(),
     permissionsSeen: new Map(),
+    elicitations: new Map(),
+    elicitationsAnswered: new Set(),
+    authPrompts: new Map(),
     selectedAgent: null,
     sessions: [],
     selectedSession: null,
     transcripts: new Map(),
     logs: new Map(),
     drafts: new Map(),
+    terminals: new Map(),
+    pending: new Set(),
     orphans: { rows: [], policy: null, killing: new Set() },
   };
 }
@@ -107,30 +134,85 @@ export function createState() {
 const render = (part) => ({ type: 'render', part });
 
 /**
- * What one message of the event stream changes.
+ * What one message of the event stream changes. A message at or before the last `seq`
+ * applied was applied already (it is skipped); `hello` and `resync` set where the page stands.
  * @param {DashboardState} state
  * @param {ServerMessage} message
  * @returns {Effect[]}
  */
 export function applyServerMessage(state, message) {
   switch (message.type) {
-    case 'hello': {
-      state.version = message.version;
-      state.agents = new Map();
-      const effects = [render('version'), ...message.agents.flatMap((row) => takeAgentRow(state, row))];
-      state.permissions = new Map();
-      for (const row of message.permissions) addPermission(state, row);
-      effects.push(render('permissions'), { type: 'refresh-orphans' });
-      // The page may have missed anything while it was away: every feed starts over.
+    case 'hello':
+      return hello(state, message);
+    case 'resync':
+      state.stream.lastSeq = message.seq;
       resetFeeds(state);
-      if (!state.selectedAgent || !state.agents.has(state.selectedAgent)) {
-        state.selectedAgent = null;
-        effects.push(render('agents'), { type: 'select-agent', agent: message.agents[0]?.name ?? null });
-      } else {
-        effects.push(render('agents'), render('chart'), { type: 'reload-selected' });
-      }
-      return effects;
+      return [
+        { type: 'notice', message: `The daemon no longer holds what this page missed (${resyncReasons[message.reason] ?? message.reason}): everything shown is read again.`, kind: 'info' },
+        { type: 'refresh-agents' },
+        { type: 'refresh-permissions' },
+        { type: 'refresh-elicitations' },
+        { type: 'refresh-orphans' },
+        { type: 'reload-selected' },
+      ];
+    default: {
+      const last = state.stream.lastSeq;
+      if (last !== null && message.seq <= last) return [];
+      state.stream.lastSeq = message.seq;
+      return applyPublished(state, message);
     }
+  }
+}
+
+/** What a resync's reason means, said in its notice. */
+const resyncReasons = {
+  epoch: 'the daemon was started again',
+  expired: 'the page was away too long',
+  overflow: 'the page read too slowly',
+};
+
+/**
+ * The first message of a connection. Resumed (`replayFrom` set: it asked with `since` and the
+ * daemon holds what followed), the page keeps what it has and the missed messages follow;
+ * else it starts from the hello's agents and permissions, and every feed loads again.
+ * @param {DashboardState} state
+ * @param {Extract<ServerMessage, { type: 'hello' }>} message
+ * @returns {Effect[]}
+ */
+function hello(state, message) {
+  state.version = message.version;
+  const resumed = message.replayFrom !== null && state.stream.epoch === message.epoch && state.stream.lastSeq !== null;
+  state.stream.epoch = message.epoch;
+  if (resumed) {
+    const missed = message.seq - (state.stream.lastSeq ?? message.seq);
+    return [render('version'), { type: 'notice', message: missed > 0 ? `Reconnected: ${missed} missed ${missed === 1 ? 'message' : 'messages'} replayed.` : 'Reconnected: nothing was missed.', kind: 'info' }];
+  }
+  state.stream.lastSeq = message.seq;
+  state.agents = new Map();
+  const effects = [render('version'), ...message.agents.flatMap((row) => takeAgentRow(state, row))];
+  state.permissions = new Map();
+  for (const row of message.permissions) addPermission(state, row);
+  // hello lists no elicitations: they are read.
+  effects.push(render('permissions'), { type: 'refresh-elicitations' }, { type: 'refresh-orphans' });
+  // The page may have missed anything while it was away: every feed starts over.
+  resetFeeds(state);
+  if (!state.selectedAgent || !state.agents.has(state.selectedAgent)) {
+    state.selectedAgent = null;
+    effects.push(render('agents'), { type: 'select-agent', agent: message.agents[0]?.name ?? null });
+  } else {
+    effects.push(render('agents'), render('chart'), { type: 'reload-selected' });
+  }
+  return effects;
+}
+
+/**
+ * A message the daemon published to a topic.
+ * @param {DashboardState} state
+ * @param {Exclude<ServerMessage, { type: 'hello' | 'resync' }>} message
+ * @returns {Effect[]}
+ */
+function applyPublished(state, message) {
+  switch (message.type) {
     case 'agent:status':
       return [...takeAgentRow(state, message.row), render('agents')];
     case 'agent:state': {
@@ -146,6 +228,9 @@ export function applyServerMessage(state, message) {
       agent.lastError = { ...agent.lastError, kind: message.kind, message: message.message, class: message.class };
       return [render('agents')];
     }
+    case 'agent:auth_prompt':
+      state.authPrompts.set(message.agent, message.urls);
+      return [render('agents'), { type: 'notice', message: `${message.agent} asks you to open ${message.urls.join(', ')} to log in (the link is in its row).`, kind: 'info' }];
     case 'session:update':
       return liveTranscriptItem(state, message.sessionId, { kind: 'update', data: message.update });
     case 'session:turn':
@@ -155,6 +240,8 @@ export function applyServerMessage(state, message) {
         : liveTranscriptItem(state, message.sessionId, { kind: 'prompt_result', data: message.turn });
     case 'session:status':
       return [...(message.agent === state.selectedAgent ? [/** @type {Effect} */ ({ type: 'refresh-sessions' })] : []), { type: 'refresh-session-count', agent: message.agent }];
+    case 'session:state':
+      return takeSessionState(state, message.sessionId, message);
     case 'permission:request': {
       const { permission } = message;
       return [
@@ -164,19 +251,21 @@ export function applyServerMessage(state, message) {
     }
     case 'permission:resolved':
       return resolvePermission(state, message.id, message.outcome);
+    case 'elicitation:request': {
+      const { elicitation } = message;
+      return [
+        ...elicitationAsked(state, elicitation),
+        ...liveTranscriptItem(state, elicitation.sessionId, { kind: 'elicitation', data: { mode: elicitation.mode, message: elicitation.message, url: elicitation.url, toolCallId: elicitation.toolCallId } }),
+      ];
+    }
+    case 'elicitation:resolved':
+      return [...elicitationResolved(state, message.id), ...liveTranscriptItem(state, message.sessionId, { kind: 'elicitation_outcome', data: { action: message.action } })];
     case 'log':
       return liveLog(state, message.agent, { at: message.at, line: message.line });
     case 'orphans:swept':
       return [{ type: 'refresh-orphans' }];
-    case 'dropped':
-      resetFeeds(state);
-      return [
-        { type: 'notice', message: `${message.count} events were dropped (the page read too slowly); reloading.`, kind: 'info' },
-        { type: 'reload-selected' },
-        { type: 'refresh-agents' },
-      ];
     default:
-      // auth prompts and the restore's progress: nothing on this page shows them yet.
+      // the restore's progress, workspaces, pty activity and terminal output: nothing on this page shows them yet.
       return [];
   }
 }
@@ -191,6 +280,8 @@ export function applyServerMessage(state, message) {
 export function takeAgentRow(state, row) {
   const known = state.agents.get(row.name);
   state.agents.set(row.name, { ...known, ...row });
+  // A login's URLs matter while it waits for one.
+  if (row.status !== 'needsAuth') state.authPrompts.delete(row.name);
   return noteState(state, row.name, row.state);
 }
 
@@ -231,6 +322,20 @@ function addPermission(state, row) {
   const permission = { ...row };
   state.permissionsSeen.set(row.id, permission);
   state.permissions.set(row.id, permission);
+}
+
+/**
+ * The pending requests as `GET /v1/permissions` lists them (after a resync): those listed
+ * are pending, the others answered.
+ * @param {DashboardState} state
+ * @param {PermissionRow[]} rows
+ * @returns {Effect[]}
+ */
+export function takePermissions(state, rows) {
+  const listed = new Set(rows.map((row) => row.id));
+  for (const id of state.permissions.keys()) if (!listed.has(id)) state.permissions.delete(id);
+  for (const row of rows) if (!state.permissions.has(row.id)) addPermission(state, row);
+  return [render('permissions')];
 }
 
 /**
@@ -281,7 +386,7 @@ export function liveLog(state, agent, entry) {
   return agent === state.selectedAgent && feed.loaded ? [{ type: 'show-log', entry }] : [];
 }
 
-/** Every feed starts over (after a reconnection, or messages dropped): they load again when shown. */
+/** Every feed starts over (after a connection that did not resume, or a resync): they load again when shown. */
 export function resetFeeds(/** @type {DashboardState} */ state) {
   for (const feed of state.transcripts.values()) feed.reset();
   for (const feed of state.logs.values()) feed.reset();

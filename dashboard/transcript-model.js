@@ -1,15 +1,34 @@
 // @ts-check
 /**
  * How transcript items become the transcript's entries: one entry per prompt, permission
- * request, answer, turn end and plan; consecutive message chunks of one kind joined into one
- * message; a tool call's entry updated in place by its updates. Pure: it answers each item
- * with the operations the transcript panel carries out on its elements
+ * request, elicitation, answer, turn end and plan; consecutive message chunks of one kind
+ * joined into one message; a tool call's entry updated in place by its updates, its content
+ * shown as what it is (text, a diff as a line diff, a client terminal's output). Pure: it
+ * answers each item with the operations the transcript panel carries out on its elements
  * (tests/unit/dashboard-transcript.test.ts).
  */
+import { diffHunks, diffStats, lineDiff } from './diff.js';
 import { promptText } from './format.js';
 
 /** @import { ContentBlock, SessionUpdate } from '../index.js' */
+/** @import { DiffHunk } from './diff.js' */
 /** @import { TranscriptItem } from './feed.js' */
+
+/**
+ * One part of a tool call's content as shown: its text, a diff (the file's path, its hunks,
+ * the lines added and removed; `created` when there was no old text), a client terminal (its
+ * output is read by its id), or another block named by its type.
+ * @typedef {(
+ *   | { type: 'text', text: string }
+ *   | { type: 'diff', path: string, created: boolean, hunks: DiffHunk[], added: number, removed: number }
+ *   | { type: 'terminal', terminalId: string }
+ * )} ToolContentView
+ */
+
+/**
+ * A tool call's content as ACP sends it.
+ * @typedef {{ type: string, content?: ContentBlock, path?: string, oldText?: string | null, newText?: string, terminalId?: string }} ToolCallContent
+ */
 
 /**
  * An operation on the transcript's elements:
@@ -18,13 +37,13 @@ import { promptText } from './format.js';
  * - `message`: a new entry whose text later chunks extend (`extend`) until another entry comes;
  * - `plan`: a new entry listing the plan's steps;
  * - `tool`: a tool call's entry, new (`created`) or updated: its title and status when given,
- *   and `output` appended.
+ *   and its content when given (it replaces what was shown: ACP sends the whole content).
  * @typedef {(
  *   | { op: 'entry', kind: string, label: string, text: string, emphasis: boolean, note: string | null }
  *   | { op: 'message', kind: string, label: string, text: string }
  *   | { op: 'extend', text: string }
- *   | { op: 'plan', steps: Array<{ status: string, text: string }> }
- *   | { op: 'tool', toolCallId: string, created: boolean, title: string | null, status: string | null, output: string }
+ *   | { op: 'plan', steps: Array<{ status: string, priority: string, text: string }> }
+ *   | { op: 'tool', toolCallId: string, created: boolean, title: string | null, status: string | null, content: ToolContentView[] | null }
  * )} TranscriptOp
  */
 
@@ -72,6 +91,14 @@ export class TranscriptModel {
         const answer = outcome.outcome === 'selected' ? `answered: ${this.options.get(outcome.optionId ?? '') ?? outcome.optionId}` : 'cancelled';
         return [this.entry('permission-outcome', '', answer)];
       }
+      case 'elicitation': {
+        const asked = /** @type {{ mode?: string, message?: string, url?: string | null }} */ (data);
+        return [this.entry('elicitation', 'question', asked.message ?? '', true, asked.mode === 'url' && asked.url ? ` — ${asked.url}` : null)];
+      }
+      case 'elicitation_outcome': {
+        const { action } = /** @type {{ action?: string }} */ (data);
+        return [this.entry('elicitation-outcome', '', action === 'accept' ? 'answered' : action === 'decline' ? 'declined' : 'cancelled')];
+      }
       case 'update':
         return this.update(/** @type {SessionUpdate} */ (data));
       default:
@@ -96,11 +123,17 @@ export class TranscriptModel {
         return [this.tool(update)];
       case 'plan':
         this.open = null;
-        return [{ op: 'plan', steps: (update.entries ?? []).map((entry) => ({ status: entry.status, text: `${entry.content} (${entry.status})` })) }];
+        return [{ op: 'plan', steps: (update.entries ?? []).map((entry) => ({ status: entry.status, priority: entry.priority, text: `${entry.content} (${entry.status.replace('_', ' ')}, ${entry.priority})` })) }];
       case 'current_mode_update':
         return [this.entry('info', '', `mode: ${update.currentModeId}`)];
       case 'session_info_update':
         return [this.entry('info', '', `title: ${update.title ?? '—'}`)];
+      case 'usage_update':
+      case 'available_commands_update':
+        // State, not an event of the conversation: the session bar shows it (its meter, the palette).
+        return [];
+      case 'config_option_update':
+        return [this.entry('info', '', `options: ${update.configOptions.map((option) => `${option.name} ${String(option.currentValue)}`).join(', ')}`)];
       default:
         return [this.entry('info', '', /** @type {{ sessionUpdate?: string }} */ (update).sessionUpdate ?? 'update')];
     }
@@ -127,16 +160,16 @@ export class TranscriptModel {
 
   /**
    * A tool call's entry, made by its first update (whichever kind), updated by the others.
-   * @param {{ toolCallId: string, title?: string | null, kind?: string | null, status?: string | null, content?: Array<{ type: string, content?: ContentBlock, path?: string }> | null }} update
+   * @param {{ toolCallId: string, title?: string | null, kind?: string | null, status?: string | null, content?: ToolCallContent[] | null }} update
    * @returns {TranscriptOp}
    */
   tool(update) {
     const created = !this.tools.has(update.toolCallId);
     this.tools.add(update.toolCallId);
     this.open = null;
-    const output = (update.content ?? []).map((part) => `${toolContentText(part)}\n`).join('');
     const title = update.title ? (update.kind ? `${update.title} (${update.kind})` : update.title) : null;
-    return { op: 'tool', toolCallId: update.toolCallId, created, title, status: update.status || null, output };
+    const content = Array.isArray(update.content) ? update.content.map(toolContentView) : null;
+    return { op: 'tool', toolCallId: update.toolCallId, created, title, status: update.status || null, content };
   }
 }
 
@@ -146,9 +179,22 @@ function contentText(/** @type {ContentBlock | undefined} */ content) {
   return content.type === 'text' ? content.text : `[${content.type}]`;
 }
 
-/** One part of a tool call's content, as a line of its output. */
-function toolContentText(/** @type {{ type: string, content?: ContentBlock, path?: string }} */ part) {
-  if (part.type === 'content' && part.content?.type === 'text') return part.content.text;
-  if (part.type === 'diff') return `diff ${part.path}`;
-  return `[${part.type}]`;
+/**
+ * One part of a tool call's content, as shown.
+ * @param {ToolCallContent} part
+ * @returns {ToolContentView}
+ */
+export function toolContentView(part) {
+  switch (part.type) {
+    case 'content':
+      return { type: 'text', text: part.content?.type === 'text' ? part.content.text : `[${part.content?.type ?? 'content'}]` };
+    case 'diff': {
+      const lines = lineDiff(part.oldText, part.newText);
+      return { type: 'diff', path: part.path ?? '', created: part.oldText === null || part.oldText === undefined, hunks: diffHunks(lines), ...diffStats(lines) };
+    }
+    case 'terminal':
+      return { type: 'terminal', terminalId: part.terminalId ?? '' };
+    default:
+      return { type: 'text', text: `[${part.type}]` };
+  }
 }

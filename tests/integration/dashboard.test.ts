@@ -233,7 +233,9 @@ describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromiu
     await poll(() => zeta().getByTestId('agent-status').textContent()).toBe('connected');
     expect(await zeta().getByTestId('agent-last-exit').textContent()).toBe('—');
     const firstPid = daemon!.supervisor.describe('zeta').pid;
+    // restart asks for a reason first (optional): none given here.
     await zeta().getByTestId('agent-restart').click();
+    await page.getByTestId('restart-confirm').click();
     await poll(() => zeta().getByTestId('agent-pid').textContent()).not.toBe(String(firstPid));
     await poll(() => zeta().getByTestId('agent-status').textContent()).toBe('connected');
     await poll(() => zeta().getByTestId('agent-last-exit').textContent()).toBe('code 0');

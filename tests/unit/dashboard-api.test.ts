@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiError, LineSplitter, PAGE_LIMIT, createApiClient } from '../../dashboard/api.js';
-import { RECONNECT_INITIAL_MS, RECONNECT_MAX_MS, nextReconnectDelay, retryingText } from '../../dashboard/event-stream.js';
+import { RECONNECT_INITIAL_MS, RECONNECT_MAX_MS, frameMessages, nextReconnectDelay, retryingText, streamUrl } from '../../dashboard/event-stream.js';
 
 const token = 't0ken';
 
@@ -74,6 +74,48 @@ describe('requests', () => {
     ]);
   });
 
+  it("sends a session's controls, cancel and close, reads its terminals, the lists it re-reads, and the answers to elicitations", async () => {
+    const { api, sent } = clientAnswering(() => json({}));
+    await api.setMode('s/1', 'plan');
+    await api.setModel('s/1', 'large');
+    await api.setConfig('s/1', 'fast', true);
+    await api.setConfig('s/1', 'model', 'fixture-large');
+    await api.cancelSession('s/1');
+    await api.closeSession('s/1');
+    await api.terminalOutput('s/1', 'term 1');
+    await api.permissions();
+    await api.elicitations();
+    await api.answerElicitation('e/1', { action: 'accept', content: { name: 'Ada', count: 2, ok: true, tags: ['a'] } });
+    await api.answerElicitation('e/1', { action: 'decline' });
+    expect(sent.map(({ path, method, body }) => [method, path, body])).toEqual([
+      ['POST', '/v1/sessions/s%2F1/mode', { modeId: 'plan' }],
+      ['POST', '/v1/sessions/s%2F1/model', { modelId: 'large' }],
+      ['POST', '/v1/sessions/s%2F1/config', { configId: 'fast', value: true }],
+      ['POST', '/v1/sessions/s%2F1/config', { configId: 'model', value: 'fixture-large' }],
+      ['POST', '/v1/sessions/s%2F1/cancel', undefined],
+      ['POST', '/v1/sessions/s%2F1/close', undefined],
+      ['GET', '/v1/sessions/s%2F1/terminals/term%201', undefined],
+      ['GET', '/v1/permissions', undefined],
+      ['GET', '/v1/elicitations', undefined],
+      ['POST', '/v1/elicitations/e%2F1', { action: 'accept', content: { name: 'Ada', count: 2, ok: true, tags: ['a'] } }],
+      ['POST', '/v1/elicitations/e%2F1', { action: 'decline' }],
+    ]);
+  });
+
+  it('restarts with a reason when one is given (none without); logs an agent in with a method', async () => {
+    const { api, sent } = clientAnswering(() => json({}));
+    await api.agentAction('a', 'restart', { reason: 'new key' });
+    await api.agentAction('a', 'restart', { reason: '' });
+    await api.agentAction('a', 'restart');
+    await api.authenticate('a', 'fixture-token');
+    expect(sent.map(({ path, method, body }) => [method, path, body])).toEqual([
+      ['POST', '/v1/agents/a/restart', { reason: 'new key' }],
+      ['POST', '/v1/agents/a/restart', undefined],
+      ['POST', '/v1/agents/a/restart', undefined],
+      ['POST', '/v1/agents/a/authenticate', { methodId: 'fixture-token' }],
+    ]);
+  });
+
   it('reads a history page by page until its end', async () => {
     const pages: Record<string, unknown> = {
       '0': { entries: [{ seq: 1 }, { seq: 2 }], next: 2 },
@@ -135,7 +177,7 @@ describe("a prompt's streamed answer", () => {
   it('a refused prompt is an ApiError, and no line is heard', async () => {
     const { api } = clientAnswering(() => json({ error: { kind: 'invalid_request', message: 'text: required' } }, 400));
     const lines: unknown[] = [];
-    await expect(api.prompt('/v1/prompt', {}, (line) => lines.push(line))).rejects.toMatchObject({ kind: 'invalid_request' });
+    await expect(api.prompt('/v1/prompt', { text: '' }, (line) => lines.push(line))).rejects.toMatchObject({ kind: 'invalid_request' });
     expect(lines).toEqual([]);
   });
 });
@@ -151,6 +193,24 @@ describe('LineSplitter', () => {
 
   it('a line that is not JSON throws', () => {
     expect(() => new LineSplitter().push('not json\n')).toThrow(SyntaxError);
+  });
+});
+
+describe('the event stream', () => {
+  it('asks for every topic in batches; once the page stands somewhere, goes on from there (since, epoch)', () => {
+    expect(streamUrl('ws://127.0.0.1:7433', 't k', { epoch: null, lastSeq: null })).toBe('ws://127.0.0.1:7433/v1/events?token=t%20k&batch=1');
+    expect(streamUrl('ws://127.0.0.1:7433', 'tk', { epoch: 'e-1', lastSeq: 42 })).toBe('ws://127.0.0.1:7433/v1/events?token=tk&batch=1&since=42&epoch=e-1');
+    expect(streamUrl('ws://h:1', 'tk', { epoch: null, lastSeq: 42 })).toBe('ws://h:1/v1/events?token=tk&batch=1');
+    expect(streamUrl('ws://h:1', 'tk', { epoch: 'e', lastSeq: 0 })).toBe('ws://h:1/v1/events?token=tk&batch=1&since=0&epoch=e');
+  });
+
+  it('a frame is a batch of messages, or one message; one that does not parse is none', () => {
+    expect(frameMessages('[{"type":"log","seq":1},{"type":"log","seq":2}]')).toEqual([
+      { type: 'log', seq: 1 },
+      { type: 'log', seq: 2 },
+    ]);
+    expect(frameMessages('{"type":"hello","seq":0}')).toEqual([{ type: 'hello', seq: 0 }]);
+    expect(frameMessages('not json')).toEqual([]);
   });
 });
 

@@ -96,6 +96,13 @@ describe('keys', () => {
     expect(key('permission_outcome', { outcome: { outcome: 'cancelled' } })).toBe('outcome:cancelled:');
   });
 
+  it('an elicitation as the store keeps it and as the stream says it are one: its mode and message; its answer, the action', () => {
+    const stored = key('elicitation', { requestId: 7, mode: 'form', message: 'Name?', requestedSchema: { type: 'object' }, url: null, elicitationId: null, toolCallId: null });
+    expect(stored).toBe(key('elicitation', { mode: 'form', message: 'Name?', url: null, toolCallId: null }));
+    expect(stored).not.toBe(key('elicitation', { mode: 'url', message: 'Name?' }));
+    expect(key('elicitation_outcome', { requestId: 7, action: 'accept', fields: ['name'] })).toBe(key('elicitation_outcome', { action: 'accept' }));
+  });
+
   it('anything else is its whole content', () => {
     expect(key('update', { a: 1 })).toBe('update:{"a":1}');
     expect(key('update', null)).toBe('update:{}');

@@ -12,11 +12,17 @@ function stateWith(selectedSession: string | null, sessions: Array<Pick<SessionR
   const state = createState();
   state.selectedAgent = 'claude';
   state.selectedSession = selectedSession;
-  state.sessions = sessions.map((session) => ({ agent: 'claude', cwd: '/w', title: null, state: 'ready', stopReason: null, createdAt: 0, updatedAt: 0, live: true, busy: false, queued: 0, ...session }));
+  state.sessions = sessions.map((session) => ({ agent: 'claude', cwd: '/w', title: null, state: 'ready', stopReason: null, createdAt: 0, updatedAt: 0, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...session }));
   return state;
 }
 
 describe('promptTarget', () => {
+  it('sends content blocks (files attached) as { content }, by name or by id alike', () => {
+    const content = [{ type: 'text' as const, text: 'see' }, { type: 'image' as const, data: 'AA==', mimeType: 'image/png' }];
+    expect(promptTarget(stateWith(null), 'claude', content, 'work')).toEqual({ path: '/v1/prompt', body: { agent: 'claude', content, session: 'work' } });
+    expect(promptTarget(stateWith('s1', [{ sessionId: 's1', name: null }]), 'claude', content, '')).toEqual({ path: '/v1/sessions/s1/prompt', body: { content } });
+  });
+
   it("an empty session field with nothing selected goes to the agent's default session, by name", () => {
     expect(promptTarget(stateWith(null), 'claude', 'hi', '')).toEqual({ path: '/v1/prompt', body: { agent: 'claude', text: 'hi', session: DEFAULT_SESSION } });
     expect(DEFAULT_SESSION).toBe('default');
@@ -40,6 +46,9 @@ describe('promptStatusText', () => {
     expect(says({ type: 'update', sessionId: 's', update: {} }, 1)).toBe('running… 1 update');
     expect(says({ type: 'update', sessionId: 's', update: {} }, 3)).toBe('running… 3 updates');
     expect(says({ type: 'permission', permission: { id: 'p', agent: 'a', sessionId: 's', requestedAt: 0, toolCall: { toolCallId: 't' }, options: [] } })).toBe('waiting for a permission answer');
+    expect(says({ type: 'elicitation', elicitation: { id: 'e', agent: 'a', sessionId: 's', toolCallId: null, mode: 'form', message: 'Name?', requestedSchema: null, url: null, elicitationId: null, requestedAt: 0 } })).toBe(
+      'waiting for an answer to its question',
+    );
     expect(says({ type: 'done', sessionId: 's', stopReason: 'end_turn', text: '' })).toBe('done: end_turn');
   });
 

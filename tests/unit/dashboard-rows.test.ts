@@ -36,7 +36,7 @@ function agent(overrides: Partial<ClientAgent> = {}): ClientAgent {
 }
 
 function session(overrides: Partial<SessionRow> = {}): SessionRow {
-  return { agent: 'claude', sessionId: 'sess-1', cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, ...overrides };
+  return { agent: 'claude', sessionId: 'sess-1', cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...overrides };
 }
 
 function orphan(overrides: Partial<Orphan> = {}): Orphan {
@@ -75,7 +75,24 @@ describe("an agent's row", () => {
       credential: '—',
       error: null,
       waits: false,
+      login: [],
+      authUrls: [],
     });
+  });
+
+  it('parked for a login: a button per login method it can use here, and the links its login asked to open', () => {
+    const authMethods = [
+      { id: 'token', name: 'Token', description: 'an API key from the environment' },
+      { id: 'term', name: 'Terminal login', type: 'terminal' as const, args: ['--login'] },
+    ];
+    const parked = agentRowView(agent({ status: 'needsAuth', authMethods }), true, ['https://example.test/device', 'javascript:alert(1)']);
+    expect(parked.login).toEqual([{ methodId: 'token', label: 'log in: Token', title: 'an API key from the environment' }]);
+    expect(parked.authUrls).toEqual([
+      { url: 'https://example.test/device', href: 'https://example.test/device' },
+      { url: 'javascript:alert(1)', href: null },
+    ]);
+    // Connected again: nothing to log in with, the links gone.
+    expect(agentRowView(agent({ status: 'connected', authMethods }), true, ['https://example.test/device'])).toMatchObject({ login: [], authUrls: [] });
   });
 
   it('a running agent: its display name beside its name, its facts, since when and its restart policy, its last exit and error', () => {

@@ -22,9 +22,13 @@ import {
 
 const at = 1_700_000_000_000;
 
-type MessageOf<T extends ServerMessage['type']> = Omit<Extract<ServerMessage, { type: T }>, 'at' | 't'>;
-/** A message of the event stream as the daemon sends it (its clocks filled in). */
-const message = <T extends ServerMessage['type']>(body: MessageOf<T> & { type: T }): ServerMessage => ({ at, t: '1', ...body }) as unknown as ServerMessage;
+/** What the daemon stamps on every message, and `hello`'s stream position: filled in unless given. */
+type Stamped = 'at' | 't' | 'seq' | 'epoch' | 'replayFrom' | 'oldest';
+type MessageOf<T extends ServerMessage['type']> = Omit<Extract<ServerMessage, { type: T }>, Stamped> & { seq?: number; epoch?: string; replayFrom?: number | null; oldest?: number };
+let lastSeq = 0;
+/** A message of the event stream as the daemon sends it: its clocks, the next seq, and hello's epoch filled in. */
+const message = <T extends ServerMessage['type']>(body: MessageOf<T> & { type: T }): ServerMessage =>
+  ({ at, t: '1', seq: (lastSeq += 1), ...(body.type === 'hello' ? { epoch: 'epoch-1', replayFrom: null, oldest: 1 } : {}), ...body }) as unknown as ServerMessage;
 
 function agentRow(name: string, overrides: Partial<AgentRow> = {}): AgentRow {
   return {
@@ -65,7 +69,7 @@ function permissionRow(id: string, sessionId = 's1'): PermissionRow {
 }
 
 function sessionRow(sessionId: string, overrides: Partial<SessionRow> = {}): SessionRow {
-  return { agent: 'alpha', sessionId, cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, ...overrides };
+  return { agent: 'alpha', sessionId, cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...overrides };
 }
 
 /** A state after `hello` with agents alpha and beta, alpha selected (as the page does it). */
@@ -204,22 +208,125 @@ describe('transcripts and logs', () => {
     expect(applyServerMessage(state, message({ type: 'session:status', agent: 'beta', sessionId: 's9', status: 'ready' }))).toEqual([{ type: 'refresh-session-count', agent: 'beta' }]);
   });
 
-  it('dropped messages: a notice, every feed starts over, the shown lists and the agents are read again', () => {
-    const state = helloState();
-    applyServerMessage(state, message({ type: 'session:update', agent: 'alpha', sessionId: 's1', update: {} }));
-    const effects = applyServerMessage(state, message({ type: 'dropped', count: 7 }));
-    expect(effects).toEqual([
-      { type: 'notice', message: '7 events were dropped (the page read too slowly); reloading.', kind: 'info' },
-      { type: 'reload-selected' },
-      { type: 'refresh-agents' },
-    ]);
-    expect(state.transcripts.get('s1')!.items).toEqual([]);
-  });
-
   it('orphans:swept lists the orphans again; messages the page does not show change nothing', () => {
     const state = helloState();
     expect(applyServerMessage(state, message({ type: 'orphans:swept', result: { dryRun: false, orphans: [], killed: [], skipped: [] } }))).toEqual([{ type: 'refresh-orphans' }]);
-    expect(applyServerMessage(state, message({ type: 'agent:auth_prompt', agent: 'alpha', methodId: 'oauth', urls: ['https://example.test'] }))).toEqual([]);
+    expect(applyServerMessage(state, message({ type: 'pty:activity', agent: 'alpha', state: 'running' }))).toEqual([]);
+  });
+
+  it("agent:auth_prompt keeps the login's URLs for the agent's row until it is no longer parked", () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'agent:status', agent: 'alpha', status: 'needsAuth', previous: 'connected', row: agentRow('alpha', { status: 'needsAuth' }) }));
+    const effects = applyServerMessage(state, message({ type: 'agent:auth_prompt', agent: 'alpha', methodId: 'oauth', urls: ['https://example.test/device'] }));
+    expect(renders(effects)).toEqual(['agents']);
+    expect(effects).toContainEqual({ type: 'notice', message: 'alpha asks you to open https://example.test/device to log in (the link is in its row).', kind: 'info' });
+    expect(state.authPrompts.get('alpha')).toEqual(['https://example.test/device']);
+    applyServerMessage(state, message({ type: 'agent:status', agent: 'alpha', status: 'needsAuth', previous: 'needsAuth', row: agentRow('alpha', { status: 'needsAuth', state: 'needsAuth.authenticating' }) }));
+    expect(state.authPrompts.has('alpha')).toBe(true);
+    applyServerMessage(state, message({ type: 'agent:status', agent: 'alpha', status: 'connected', previous: 'needsAuth', row: agentRow('alpha', { status: 'connected' }) }));
+    expect(state.authPrompts.has('alpha')).toBe(false);
+  });
+
+  it('session:state changes the listed row of the session: its bar is drawn again, the list too for a title', () => {
+    const state = helloState();
+    state.sessions = [sessionRow('s1'), sessionRow('s2')];
+    state.selectedSession = 's1';
+    const plan = [{ content: 'Apply', priority: 'high' as const, status: 'in_progress' as const }];
+    expect(renders(applyServerMessage(state, message({ type: 'session:state', agent: 'alpha', sessionId: 's1', field: 'plan', value: plan })))).toEqual(['session']);
+    expect(state.sessions[0]!.plan).toEqual(plan);
+    expect(renders(applyServerMessage(state, message({ type: 'session:state', agent: 'alpha', sessionId: 's2', field: 'title', value: 'Other' })))).toEqual(['sessions']);
+    expect(state.sessions[1]!.title).toBe('Other');
+    expect(applyServerMessage(state, message({ type: 'session:state', agent: 'beta', sessionId: 'elsewhere', field: 'usage', value: { used: 1, size: 2 } }))).toEqual([]);
+  });
+});
+
+describe('the stream position: seq, resuming, resync', () => {
+  it('each message moves the position; one at or before it was applied already and changes nothing', () => {
+    const state = helloState();
+    const log = message({ type: 'log', agent: 'alpha', line: 'once' });
+    applyServerMessage(state, log);
+    expect(state.stream).toEqual({ epoch: 'epoch-1', lastSeq: (log as { seq: number }).seq });
+    expect(applyServerMessage(state, log)).toEqual([]);
+    expect(applyServerMessage(state, { ...log, seq: (log as { seq: number }).seq - 1 } as ServerMessage)).toEqual([]);
+    expect(state.logs.get('alpha')!.items.map((item) => item.line)).toEqual(['once']);
+  });
+
+  it('a hello that resumes (replayFrom, the same epoch) keeps everything the page has: the missed messages follow', () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'session:update', agent: 'alpha', sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'before' } } }));
+    const transcript = state.transcripts.get('s1')!;
+    transcript.loaded = true;
+    const position = state.stream.lastSeq!;
+    const effects = applyServerMessage(state, message({ type: 'hello', seq: position + 3, replayFrom: position + 1, version: '1.2.3', agents: [agentRow('alpha')], permissions: [], topics: [] }));
+    expect(effects).toEqual([{ type: 'render', part: 'version' }, { type: 'notice', message: 'Reconnected: 3 missed messages replayed.', kind: 'info' }]);
+    expect(state.stream.lastSeq).toBe(position);
+    expect({ loaded: transcript.loaded, items: transcript.items.length }).toEqual({ loaded: true, items: 1 });
+    // The replayed messages are applied as they come.
+    const replayed = applyServerMessage(state, message({ type: 'session:update', seq: position + 1, agent: 'alpha', sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'missed' } } }));
+    expect(replayed).toEqual([]); // s1 is not the selected session: kept in its feed
+    expect(transcript.items).toHaveLength(2);
+    expect(state.stream.lastSeq).toBe(position + 1);
+  });
+
+  it('a hello that does not resume (no replayFrom, or another epoch) starts over from its own state', () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'log', agent: 'alpha', line: 'old' }));
+    const effects = applyServerMessage(state, message({ type: 'hello', seq: 500, epoch: 'epoch-2', replayFrom: 3, version: '2', agents: [agentRow('alpha')], permissions: [], topics: [] }));
+    expect(state.stream).toEqual({ epoch: 'epoch-2', lastSeq: 500 });
+    expect(state.logs.get('alpha')!.items).toEqual([]);
+    expect(effects).toEqual(expect.arrayContaining([{ type: 'reload-selected' }, { type: 'refresh-elicitations' }]));
+  });
+
+  it('resync: a notice, every feed starts over, and everything shown is read again over REST', () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'session:update', agent: 'alpha', sessionId: 's1', update: {} }));
+    const effects = applyServerMessage(state, message({ type: 'resync', seq: 900, reason: 'expired', oldest: 400, lastDelivered: 12 }));
+    expect(effects).toEqual([
+      { type: 'notice', message: 'The daemon no longer holds what this page missed (the page was away too long): everything shown is read again.', kind: 'info' },
+      { type: 'refresh-agents' },
+      { type: 'refresh-permissions' },
+      { type: 'refresh-elicitations' },
+      { type: 'refresh-orphans' },
+      { type: 'reload-selected' },
+    ]);
+    expect(state.transcripts.get('s1')!.items).toEqual([]);
+    expect(state.stream.lastSeq).toBe(900);
+  });
+});
+
+describe('elicitations', () => {
+  const elicitation = (id: string, sessionId: string | null = 's1') => ({
+    id,
+    agent: 'alpha',
+    sessionId,
+    toolCallId: null,
+    mode: 'form' as const,
+    message: 'Your name?',
+    requestedSchema: { type: 'object' as const, properties: { name: { type: 'string' as const } } },
+    url: null,
+    elicitationId: null,
+    requestedAt: at,
+  });
+
+  it('a request waits (and joins its session transcript); its resolution closes it and adds the answer; it is not asked again', () => {
+    const state = helloState();
+    expect(renders(applyServerMessage(state, message({ type: 'elicitation:request', elicitation: elicitation('e1') })))).toEqual(['elicitations']);
+    expect([...state.elicitations.keys()]).toEqual(['e1']);
+    expect(renders(applyServerMessage(state, message({ type: 'elicitation:resolved', id: 'e1', agent: 'alpha', sessionId: 's1', action: 'accept' })))).toEqual(['elicitations']);
+    expect(state.elicitations.size).toBe(0);
+    expect(state.transcripts.get('s1')!.items).toEqual([
+      { kind: 'elicitation', data: { mode: 'form', message: 'Your name?', url: null, toolCallId: null } },
+      { kind: 'elicitation_outcome', data: { action: 'accept' } },
+    ]);
+    applyServerMessage(state, message({ type: 'elicitation:request', elicitation: elicitation('e1') }));
+    expect(state.elicitations.size).toBe(0);
+  });
+
+  it('one of no session (a login) waits too, and joins no transcript', () => {
+    const state = helloState();
+    applyServerMessage(state, message({ type: 'elicitation:request', elicitation: elicitation('e2', null) }));
+    expect(state.elicitations.has('e2')).toBe(true);
+    expect(state.transcripts.size).toBe(0);
   });
 });
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TranscriptItem } from '../../dashboard/feed.js';
-import { TranscriptModel, type TranscriptOp } from '../../dashboard/transcript-model.js';
+import { TranscriptModel, toolContentView, type TranscriptOp } from '../../dashboard/transcript-model.js';
 
 const update = (data: Record<string, unknown>): TranscriptItem => ({ kind: 'update', data });
 const chunk = (sessionUpdate: string, text: string) => update({ sessionUpdate, content: { type: 'text', text } });
@@ -47,7 +47,7 @@ describe('messages', () => {
 });
 
 describe('tool calls', () => {
-  it('the first update makes its entry, the others update it in place: title with its kind, status, output lines', () => {
+  it('the first update makes its entry, the others update it in place: title with its kind, status, its content as it is', () => {
     expect(
       opsOf(
         update({ sessionUpdate: 'tool_call', toolCallId: 't1', title: 'Read file', kind: 'read', status: 'pending' }),
@@ -58,23 +58,68 @@ describe('tool calls', () => {
           status: 'completed',
           content: [
             { type: 'content', content: { type: 'text', text: 'line one' } },
-            { type: 'diff', path: '/work/a.ts', oldText: 'a', newText: 'b' },
+            { type: 'diff', path: '/work/a.ts', oldText: 'a\nkeep\n', newText: 'b\nkeep\n' },
             { type: 'terminal', terminalId: 'term-1' },
           ],
         }),
         chunk('agent_message_chunk', 'after'),
       ),
     ).toEqual([
-      { op: 'tool', toolCallId: 't1', created: true, title: 'Read file (read)', status: 'pending', output: '' },
+      { op: 'tool', toolCallId: 't1', created: true, title: 'Read file (read)', status: 'pending', content: null },
       { op: 'message', kind: 'agent', label: 'agent', text: 'meanwhile' },
-      { op: 'tool', toolCallId: 't1', created: false, title: null, status: 'completed', output: 'line one\ndiff /work/a.ts\n[terminal]\n' },
+      {
+        op: 'tool',
+        toolCallId: 't1',
+        created: false,
+        title: null,
+        status: 'completed',
+        content: [
+          { type: 'text', text: 'line one' },
+          {
+            type: 'diff',
+            path: '/work/a.ts',
+            created: false,
+            added: 1,
+            removed: 1,
+            hunks: [
+              {
+                type: 'lines',
+                lines: [
+                  { op: 'del', text: 'a', oldLine: 1, newLine: null },
+                  { op: 'add', text: 'b', oldLine: null, newLine: 1 },
+                  { op: 'same', text: 'keep', oldLine: 2, newLine: 2 },
+                ],
+              },
+            ],
+          },
+          { type: 'terminal', terminalId: 'term-1' },
+        ],
+      },
       // The tool's update ended the message: the next chunk begins another.
       { op: 'message', kind: 'agent', label: 'agent', text: 'after' },
     ]);
   });
 
   it('an update heard before its tool_call makes the entry', () => {
-    expect(opsOf(update({ sessionUpdate: 'tool_call_update', toolCallId: 't9', title: 'Run' }))).toEqual([{ op: 'tool', toolCallId: 't9', created: true, title: 'Run', status: null, output: '' }]);
+    expect(opsOf(update({ sessionUpdate: 'tool_call_update', toolCallId: 't9', title: 'Run' }))).toEqual([{ op: 'tool', toolCallId: 't9', created: true, title: 'Run', status: null, content: null }]);
+  });
+
+  it('content replaces what was shown (ACP sends the whole of it); an empty list empties it', () => {
+    const ops = opsOf(
+      update({ sessionUpdate: 'tool_call', toolCallId: 't2', content: [{ type: 'content', content: { type: 'text', text: 'first' } }] }),
+      update({ sessionUpdate: 'tool_call_update', toolCallId: 't2', content: [{ type: 'content', content: { type: 'image', data: '', mimeType: 'image/png' } }] }),
+      update({ sessionUpdate: 'tool_call_update', toolCallId: 't2', content: [] }),
+    );
+    expect(ops.map((op) => op.op === 'tool' && op.content)).toEqual([[{ type: 'text', text: 'first' }], [{ type: 'text', text: '[image]' }], []]);
+  });
+
+  it('a diff of a new file (no old text) adds every line; a diff that changes nothing says so with no hunk', () => {
+    const [created, same] = [
+      toolContentView({ type: 'diff', path: '/w/new.txt', oldText: null, newText: 'one\ntwo\n' }),
+      toolContentView({ type: 'diff', path: '/w/same.txt', oldText: 'x\n', newText: 'x\n' }),
+    ];
+    expect(created).toMatchObject({ type: 'diff', created: true, added: 2, removed: 0 });
+    expect(same).toEqual({ type: 'diff', path: '/w/same.txt', created: false, added: 0, removed: 0, hunks: [] });
   });
 });
 
@@ -127,18 +172,44 @@ describe('other updates', () => {
         update({ sessionUpdate: 'session_info_update' }),
       ),
     ).toEqual([
-      { op: 'plan', steps: [{ status: 'completed', text: 'Read (completed)' }, { status: 'pending', text: 'Write (pending)' }] },
+      { op: 'plan', steps: [{ status: 'completed', priority: 'high', text: 'Read (completed, high)' }, { status: 'pending', priority: 'low', text: 'Write (pending, low)' }] },
       { op: 'entry', kind: 'info', label: '', text: 'mode: plan', emphasis: false, note: null },
       { op: 'entry', kind: 'info', label: '', text: 'title: Fixture session', emphasis: false, note: null },
       { op: 'entry', kind: 'info', label: '', text: 'title: —', emphasis: false, note: null },
     ]);
   });
 
-  it("an update the page does not draw yet says its kind; an unknown item shows its content", () => {
-    expect(opsOf(update({ sessionUpdate: 'usage_update', used: 10, size: 100 }), update({}), { kind: 'elicitation', data: { message: 'Which?' } })).toEqual([
-      { op: 'entry', kind: 'info', label: '', text: 'usage_update', emphasis: false, note: null },
+  it("state updates are the session bar's (no entry); options changed are a fact; an update the page does not draw says its kind; an unknown item shows its content", () => {
+    expect(
+      opsOf(
+        update({ sessionUpdate: 'usage_update', used: 10, size: 100 }),
+        update({ sessionUpdate: 'available_commands_update', availableCommands: [] }),
+        update({ sessionUpdate: 'config_option_update', configOptions: [{ id: 'fast', name: 'Fast', type: 'boolean', currentValue: true }] }),
+        update({}),
+        { kind: 'mystery' as TranscriptItem['kind'], data: { message: 'Which?' } },
+      ),
+    ).toEqual([
+      { op: 'entry', kind: 'info', label: '', text: 'options: Fast true', emphasis: false, note: null },
       { op: 'entry', kind: 'info', label: '', text: 'update', emphasis: false, note: null },
-      { op: 'entry', kind: 'other', label: 'elicitation', text: '{"message":"Which?"}', emphasis: false, note: null },
+      { op: 'entry', kind: 'other', label: 'mystery', text: '{"message":"Which?"}', emphasis: false, note: null },
+    ]);
+  });
+
+  it('an elicitation is a question (a URL one with its link); its answer says how it was answered', () => {
+    expect(
+      opsOf(
+        { kind: 'elicitation', data: { mode: 'form', message: 'Which?', requestId: 3 } },
+        { kind: 'elicitation_outcome', data: { action: 'accept', fields: ['name'] } },
+        { kind: 'elicitation', data: { mode: 'url', message: 'Log in', url: 'https://example.test/login' } },
+        { kind: 'elicitation_outcome', data: { action: 'decline' } },
+        { kind: 'elicitation_outcome', data: { action: 'cancel' } },
+      ),
+    ).toEqual([
+      { op: 'entry', kind: 'elicitation', label: 'question', text: 'Which?', emphasis: true, note: null },
+      { op: 'entry', kind: 'elicitation-outcome', label: '', text: 'answered', emphasis: false, note: null },
+      { op: 'entry', kind: 'elicitation', label: 'question', text: 'Log in', emphasis: true, note: ' — https://example.test/login' },
+      { op: 'entry', kind: 'elicitation-outcome', label: '', text: 'declined', emphasis: false, note: null },
+      { op: 'entry', kind: 'elicitation-outcome', label: '', text: 'cancelled', emphasis: false, note: null },
     ]);
   });
 
