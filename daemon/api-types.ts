@@ -333,6 +333,8 @@ export interface HelloMessage extends MessageStamps {
   oldest: number;
   agents: AgentRow[];
   permissions: PermissionRow[];
+  /** The elicitations waiting for an answer (as `GET /v1/elicitations`). */
+  elicitations: ElicitationRow[];
   topics: EventTopic[];
 }
 

@@ -187,7 +187,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     if ('error' in stream) return refuse(400, 'invalid_request', stream.error);
     sockets.handleUpgrade(request, socket, head, (webSocket) => {
       const peer = `${request.socket.remoteAddress ?? ''}:${request.socket.remotePort ?? ''}`;
-      feed.attach(webSocket, stream, (subscribed) => ({ version: packageVersion, agents: agents.rows(), permissions: permissions.list(), topics: subscribed }), peer);
+      feed.attach(webSocket, stream, (subscribed) => ({ version: packageVersion, agents: agents.rows(), permissions: permissions.list(), elicitations: elicitations.list(), topics: subscribed }), peer);
     });
   });
   server.on('clientError', (_error, socket) => socket.destroy());

@@ -67,6 +67,14 @@ export class DaemonStateFile {
     this.write();
   }
 
+  /** Forgets every name of a session that no longer exists (deleted on the agent's side). */
+  forget(sessionId: string): void {
+    const kept = this.entries.filter((entry) => entry.sessionId !== sessionId);
+    if (kept.length === this.entries.length) return;
+    this.entries.splice(0, this.entries.length, ...kept);
+    this.write();
+  }
+
   /** What the daemon that wrote the file ran (read at start; this daemon's once it has recorded its own). */
   savedRunning(): RunningState {
     return { agents: [...this.running.agents], sessions: this.running.sessions.map((session) => ({ ...session })) };

@@ -227,6 +227,8 @@ export class SessionDesk {
    */
   async deleteOnAgent(agent: string, sessionId: string): Promise<void> {
     await this.options.supervisor.deleteAgentSession(agent, sessionId);
+    // A name of the deleted session would resume nothing: the next prompt under it opens a new session, without a notice.
+    this.names.forget(sessionId);
     const held = this.held.get(sessionId);
     if (held && held.session.agent === agent) {
       this.cancel(sessionId);

@@ -192,7 +192,7 @@ function hello(state, message) {
   const effects = [render('version'), ...message.agents.flatMap((row) => takeAgentRow(state, row))];
   state.permissions = new Map();
   for (const row of message.permissions) addPermission(state, row);
-  // hello lists no elicitations: they are read.
+  // Elicitations are read over REST with their dialogs' state (the hello's list is the same).
   effects.push(render('permissions'), { type: 'refresh-elicitations' }, { type: 'refresh-orphans' });
   // The page may have missed anything while it was away: every feed starts over.
   resetFeeds(state);

@@ -65,6 +65,10 @@ describe('elicitations', () => {
     await expect.poll(() => turn.lines.find((line) => line.type === 'elicitation')?.elicitation.id).toBe(row.id);
     expect(row.sessionId).toBe(turn.lines[0].sessionId);
     expect((await call(daemon, 'GET', '/v1/elicitations')).json.elicitations).toEqual([row]);
+    // A client that connects now hears of it in its hello.
+    const late = await openEvents(daemon, 'topics=status');
+    expect((await late.next((message) => message.type === 'hello', 'hello')).elicitations).toEqual([row]);
+    late.close();
 
     for (const content of [{ count: 2 }, { name: 'Ada', count: 9 }, { name: 'Ada', colour: 'blue' }, { name: 'Ada', ok: 'yes' }]) {
       const refused = await call(daemon, 'POST', `/v1/elicitations/${row.id}`, { body: { action: 'accept', content } });

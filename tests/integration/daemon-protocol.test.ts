@@ -396,6 +396,22 @@ describe("the agent's own sessions", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('forgets the name a deleted session was held under: the next open under it is a new session, with no notice', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentvisor-deleted-named-'));
+    try {
+      const named = await openSession('features', { cwd: dir, name: 'to-delete' });
+      expect(named.name).toBe('to-delete');
+      expect((await call(daemon, 'POST', `/v1/agents/features/sessions/${named.sessionId}/delete`)).status).toBe(200);
+      expect((await call(daemon, 'GET', `/v1/sessions/${named.sessionId}`)).json).toMatchObject({ name: null });
+      const again = await openSession('features', { cwd: dir, name: 'to-delete' });
+      expect(again.sessionId).not.toBe(named.sessionId);
+      expect(again).toMatchObject({ name: 'to-delete', live: true });
+      expect(again.notice).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     await expectRefusals([
       ['POST', '/v1/agents/plain/sessions/anything/delete', undefined, 422, 'unsupported'],
       ['POST', '/v1/agents/nobody/sessions/anything/delete', undefined, 404, 'unknown_agent'],

@@ -75,7 +75,7 @@ function sessionRow(sessionId: string, overrides: Partial<SessionRow> = {}): Ses
 /** A state after `hello` with agents alpha and beta, alpha selected (as the page does it). */
 function helloState(): DashboardState {
   const state = createState();
-  const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('alpha'), agentRow('beta')], permissions: [], topics: [] }));
+  const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('alpha'), agentRow('beta')], permissions: [], elicitations: [], topics: [] }));
   for (const effect of effects) if (effect.type === 'select-agent') selectAgent(state, effect.agent, { text: '', session: '' });
   return state;
 }
@@ -85,7 +85,7 @@ const renders = (effects: Effect[]) => effects.flatMap((effect) => (effect.type 
 describe('hello', () => {
   it('takes the agents and pending permissions, lists the orphans, and selects the first agent', () => {
     const state = createState();
-    const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('alpha'), agentRow('beta')], permissions: [permissionRow('p1')], topics: [] }));
+    const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('alpha'), agentRow('beta')], permissions: [permissionRow('p1')], elicitations: [], topics: [] }));
     expect(state.version).toBe('1.2.3');
     expect([...state.agents.keys()]).toEqual(['alpha', 'beta']);
     expect([...state.permissions.keys()]).toEqual(['p1']);
@@ -96,7 +96,7 @@ describe('hello', () => {
   });
 
   it('with no agent, selects none', () => {
-    const effects = applyServerMessage(createState(), message({ type: 'hello', version: '1', agents: [], permissions: [], topics: [] }));
+    const effects = applyServerMessage(createState(), message({ type: 'hello', version: '1', agents: [], permissions: [], elicitations: [], topics: [] }));
     expect(effects.at(-1)).toEqual({ type: 'select-agent', agent: null });
   });
 
@@ -107,7 +107,7 @@ describe('hello', () => {
     logs.loaded = true;
     const generation = logs.generation;
 
-    const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('beta'), agentRow('alpha')], permissions: [], topics: [] }));
+    const effects = applyServerMessage(state, message({ type: 'hello', version: '1.2.3', agents: [agentRow('beta'), agentRow('alpha')], permissions: [], elicitations: [], topics: [] }));
     expect(state.selectedAgent).toBe('alpha');
     expect({ items: logs.items, loaded: logs.loaded, generation: logs.generation }).toEqual({ items: [], loaded: false, generation: generation + 1 });
     expect(effects).toContainEqual({ type: 'reload-selected' });
@@ -116,7 +116,7 @@ describe('hello', () => {
 
   it('after a reconnection to a daemon without the selected agent, selects its first', () => {
     const state = helloState();
-    const effects = applyServerMessage(state, message({ type: 'hello', version: '1', agents: [agentRow('gamma')], permissions: [], topics: [] }));
+    const effects = applyServerMessage(state, message({ type: 'hello', version: '1', agents: [agentRow('gamma')], permissions: [], elicitations: [], topics: [] }));
     expect(state.selectedAgent).toBeNull();
     expect(effects.at(-1)).toEqual({ type: 'select-agent', agent: 'gamma' });
   });
@@ -257,7 +257,7 @@ describe('the stream position: seq, resuming, resync', () => {
     const transcript = state.transcripts.get('s1')!;
     transcript.loaded = true;
     const position = state.stream.lastSeq!;
-    const effects = applyServerMessage(state, message({ type: 'hello', seq: position + 3, replayFrom: position + 1, version: '1.2.3', agents: [agentRow('alpha')], permissions: [], topics: [] }));
+    const effects = applyServerMessage(state, message({ type: 'hello', seq: position + 3, replayFrom: position + 1, version: '1.2.3', agents: [agentRow('alpha')], permissions: [], elicitations: [], topics: [] }));
     expect(effects).toEqual([{ type: 'render', part: 'version' }, { type: 'notice', message: 'Reconnected: 3 missed messages replayed.', kind: 'info' }]);
     expect(state.stream.lastSeq).toBe(position);
     expect({ loaded: transcript.loaded, items: transcript.items.length }).toEqual({ loaded: true, items: 1 });
@@ -271,7 +271,7 @@ describe('the stream position: seq, resuming, resync', () => {
   it('a hello that does not resume (no replayFrom, or another epoch) starts over from its own state', () => {
     const state = helloState();
     applyServerMessage(state, message({ type: 'log', agent: 'alpha', line: 'old' }));
-    const effects = applyServerMessage(state, message({ type: 'hello', seq: 500, epoch: 'epoch-2', replayFrom: 3, version: '2', agents: [agentRow('alpha')], permissions: [], topics: [] }));
+    const effects = applyServerMessage(state, message({ type: 'hello', seq: 500, epoch: 'epoch-2', replayFrom: 3, version: '2', agents: [agentRow('alpha')], permissions: [], elicitations: [], topics: [] }));
     expect(state.stream).toEqual({ epoch: 'epoch-2', lastSeq: 500 });
     expect(state.logs.get('alpha')!.items).toEqual([]);
     expect(effects).toEqual(expect.arrayContaining([{ type: 'reload-selected' }, { type: 'refresh-elicitations' }]));

@@ -55,7 +55,7 @@ class FakeSocket extends EventEmitter {
   }
 }
 
-const hello = () => ({ version: '0', agents: [], permissions: [], topics: [] });
+const hello = () => ({ version: '0', agents: [], permissions: [], elicitations: [], topics: [] });
 const request = (extra: Partial<StreamRequest> = {}): StreamRequest => ({ topics: ['status', 'updates', 'logs'], sessions: null, batch: false, ...extra });
 const attach = (feed: EventFeed, extra: Partial<StreamRequest> = {}) => {
   const socket = new FakeSocket();
