@@ -381,13 +381,17 @@ export class Supervisor {
 
   /**
    * The sessions the store keeps, from this run and earlier ones (docs/store.md), newest
-   * first: all, of one agent, and/or in one cwd.
+   * first: all, of one agent, and/or in one cwd; `sessionId`: that one (of each agent that has it), read by its id.
    *
    * @example
    * const [latest] = await supervisor.sessions({ agent: 'codex', cwd: '/work/repo' });
    */
-  sessions(filter: { agent?: string; cwd?: string } = {}): Promise<StoredSession[]> {
-    return this.runtime.reader.sessions({ ...(filter.agent === undefined ? {} : { agent: filter.agent }), ...(filter.cwd === undefined ? {} : { cwd: resolve(filter.cwd) }) });
+  sessions(filter: { agent?: string; cwd?: string; sessionId?: string } = {}): Promise<StoredSession[]> {
+    return this.runtime.reader.sessions({
+      ...(filter.agent === undefined ? {} : { agent: filter.agent }),
+      ...(filter.cwd === undefined ? {} : { cwd: resolve(filter.cwd) }),
+      ...(filter.sessionId === undefined ? {} : { sessionId: filter.sessionId }),
+    });
   }
 
   /**

@@ -174,7 +174,12 @@ export const logsQuery = pageQuery.extend({
   /** Only the last N lines (then, with follow, every new one). */
   tail: z.coerce.number().int().min(0).max(100_000).optional(),
 });
-export const sessionsQuery = z.strictObject({ agent: name.optional(), cwd: path.optional() });
+export const sessionsQuery = z.strictObject({
+  agent: name.optional(),
+  cwd: path.optional(),
+  /** Only the sessions open in the daemon now (what `ls`, `status` and `monit` show): read without a scan of the store. */
+  open: z.enum(['0', '1', 'true', 'false']).optional(),
+});
 export const eventLogQuery = pageQuery.extend({ agent: name.optional() });
 
 export const subscribeMessage = z.strictObject({

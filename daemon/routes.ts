@@ -160,7 +160,9 @@ route('POST', '/v1/agents/:name/sessions/:sid/delete', async ({ context, params,
 route('GET', '/v1/sessions', async ({ context, url }) => {
   const filter = parseWith(sessionsQuery, queryOf(url), 'query');
   absoluteCwd(filter.cwd);
-  const stored = await context.supervisor.sessions(filter);
+  const { open, ...where } = filter;
+  if (open === '1' || open === 'true') return { sessions: await openSessionRows(context, where) };
+  const stored = await context.supervisor.sessions(where);
   return { sessions: stored.map((session) => context.sessions.row(session)) };
 });
 route('POST', '/v1/sessions', async ({ context, request, response }) => {
@@ -335,8 +337,25 @@ async function runPrompt({ context, request, response }: Call, held: HeldSession
 }
 
 /** A session's row: from the store, or from the live session when the store has not caught up. */
+/**
+ * `GET /v1/sessions?open=1`: the sessions open in the daemon now, newest first — their stored
+ * rows read one by one, so `ls`, `status` and `monit` cost the same on a store of a million
+ * sessions as on an empty one.
+ */
+async function openSessionRows(context: RouteContext, where: { agent?: string; cwd?: string }): Promise<SessionRow[]> {
+  const open = context.supervisor.openSessions(where.agent).filter((session) => session.status !== 'stopped' && (where.cwd === undefined || session.cwd === where.cwd));
+  const rows = await Promise.all(
+    open.map(async (session) => {
+      const [stored] = await context.supervisor.sessions({ sessionId: session.id, agent: session.agent });
+      return context.sessions.row(stored ?? unwrittenSession(session));
+    }),
+  );
+  return rows.sort((a, b) => b.updatedAt - a.updatedAt);
+}
+
 async function sessionRow(context: RouteContext, sessionId: string): Promise<SessionRow> {
-  const stored = (await context.supervisor.sessions()).find((session) => session.sessionId === sessionId);
+  // One stored row by its id (an indexed read), not a scan of every stored session.
+  const [stored] = await context.supervisor.sessions({ sessionId });
   if (stored) return context.sessions.row(stored);
   const live = context.supervisor.openSessions().find((session) => session.id === sessionId);
   if (!live) throw new ApiError(404, 'session_not_found', `No session has the id "${sessionId}"`);

@@ -39,7 +39,7 @@ export async function connect(command: Command, { autostart = true }: { autostar
 
 /** The agents and the sessions of the daemon, and for each agent the session `ls` shows (session-view.ts's `focusSession`). */
 export async function agentsWithSessions(client: DaemonClient): Promise<{ agents: AgentRow[]; sessions: SessionDetail[]; focus: (agent: string) => SessionDetail | undefined }> {
-  const [{ agents }, { sessions }] = await Promise.all([client.request<AgentsBody>('GET', '/v1/agents'), client.request<{ sessions: SessionDetail[] }>('GET', '/v1/sessions')]);
+  const [{ agents }, { sessions }] = await Promise.all([client.request<AgentsBody>('GET', '/v1/agents'), client.request<{ sessions: SessionDetail[] }>('GET', '/v1/sessions?open=1')]);
   const focused = new Map(agents.map((row) => [row.name, focusSession(sessions, row.name)]));
   return { agents, sessions, focus: (agent) => focused.get(agent) };
 }

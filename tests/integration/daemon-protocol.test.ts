@@ -164,8 +164,16 @@ describe('session rows with the session state', () => {
     expect(usage).toMatchObject({ agent: 'features', value: { used: 1200, size: 200000 } });
     events.close();
 
+    // ?open=1: the open ones only, with the same fields.
+    const open = (await call(daemon, 'GET', '/v1/sessions?agent=features&open=1')).json.sessions;
+    expect(open.find((session: { sessionId: string }) => session.sessionId === id)).toMatchObject({ live: true, title: 'Fixture title', usage: { used: 1200 } });
+    expect(open.every((session: { live: boolean; agent: string }) => session.live && session.agent === 'features')).toBe(true);
+
     const closed = await call(daemon, 'POST', `/v1/sessions/${id}/close`);
     expect(closed.json).toMatchObject({ live: false, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, title: 'Fixture title' });
+    expect((await call(daemon, 'GET', '/v1/sessions?open=1')).json.sessions.map((session: { sessionId: string }) => session.sessionId)).not.toContain(id);
+    expect((await call(daemon, 'GET', '/v1/sessions?agent=features')).json.sessions.map((session: { sessionId: string }) => session.sessionId)).toContain(id);
+    expect((await call(daemon, 'GET', '/v1/sessions?open=yes')).status).toBe(400);
   });
 
   it('a session of an agent with the unstable models shows them', async () => {
