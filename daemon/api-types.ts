@@ -305,8 +305,8 @@ export type EventTopic = (typeof EVENT_TOPICS)[number];
  * reconnects with (`?since=<seq>&epoch=<epoch>`); on `hello` and `resync`, the seq the
  * stream goes on from (the messages after it follow). `at` is the daemon's clock (epoch ms)
  * and `t` its monotonic clock in ns (process.hrtime, for latency measurements on the same
- * host), both taken once per tick: the messages published in one turn of the daemon's event
- * loop share them.
+ * host), both taken once per batch: the updates, logs and state moves published in one turn
+ * of the daemon's event loop share them.
  */
 export interface MessageStamps {
   seq: number;

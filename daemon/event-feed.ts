@@ -162,7 +162,7 @@ export class EventFeed {
   private flushTimer: NodeJS.Immediate | undefined;
   /** Messages were published since the last flush (under `stamps`). */
   private batchOpen = false;
-  /** `,"at":…,"t":"…"` of the batch being published: stamped once per tick, not per message. */
+  /** `,"at":…,"t":"…"` of the batch being published: stamped once per batch, not per message. */
   private stamps = '';
   private closed = false;
 
