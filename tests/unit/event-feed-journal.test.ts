@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FeedJournal, type Segment } from '../../daemon/feed-journal.js';
+import { EVENT_TOPICS, type EventTopic } from '../../daemon/api-types.js';
 
 /** Appends the next message: `{"seq":N,"p":"<pad>"}` (of session `s`, or of none with null). */
 const add = (journal: FeedJournal, pad = '', topic: 'updates' | 'logs' = 'updates', sessionId: string | null = 's') => {
@@ -62,7 +63,7 @@ describe('the journal', () => {
     ]);
     expect([0, 1, 2].map((index) => JSON.parse(segment.message(index).toString()).seq)).toEqual([1, 2, 3]);
     expect(segment.message(0).buffer).toBe(segment.frame.buffer); // a view, not a copy
-    expect([...segment.topics]).toEqual([3, 5, 3]); // updates, logs, updates in EVENT_TOPICS
+    expect([...segment.topics]).toEqual(['updates', 'logs', 'updates'].map((topic) => EVENT_TOPICS.indexOf(topic as EventTopic))); // each message's topic, by its index in EVENT_TOPICS
     expect(segment.sessions).toEqual(['s', undefined, 's']);
     expect(journal.heldBytes).toBe(segment.frame.length);
   });
