@@ -22,7 +22,7 @@ import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { EVENT_TOPICS, type EventTopic, type HelloMessage, type PublishedMessage, type ResyncReason, type ServerMessage, type SubscribeMessage } from './api-types.js';
 import { subscribeMessage } from './api-schemas.js';
-import { DEFAULT_JOURNAL_LIMITS, FeedJournal, topicIndex, type JournalLimits, type Segment } from './feed-journal.js';
+import { DEFAULT_JOURNAL_LIMITS, FeedJournal, topicIndex, type JournalLimits } from './feed-journal.js';
 
 /** What the daemon may hold for one client before it stops writing to it: 4 MiB. */
 export const DEFAULT_CLIENT_CAP_BYTES = 4 * 1024 * 1024;
@@ -314,13 +314,12 @@ export class EventFeed {
    */
   private catchUp(client: Client): void {
     while (!client.gone && !client.waiting && client.position < this.flushed) {
-      const segment = this.journal.holdsAfter(client.position) ? this.journal.segmentOf(client.position + 1) : undefined;
-      if (segment === undefined) {
+      if (!this.journal.holdsAfter(client.position)) {
         this.sendResync(client, 'overflow', client.position);
         return;
       }
       // A segment at a time: the frames of a long replay are not all built before the first is written.
-      const to = Math.min(this.flushed, segment.lastSeq);
+      const to = Math.min(this.flushed, this.journal.segmentOf(client.position + 1).last);
       if (this.writeFrames(client, this.frames(client, client.position + 1, to))) client.position = to;
     }
   }
@@ -348,26 +347,23 @@ export class EventFeed {
    * a view of each message.
    */
   private frames(client: Client, from: number, to: number): Frame[] {
+    const journal = this.journal;
     const frames: Frame[] = [];
     for (let seq = from; seq <= to; ) {
-      const segment = this.journal.segmentOf(seq)!;
-      const first = seq - segment.firstSeq;
-      const last = Math.min(to, segment.lastSeq) - segment.firstSeq;
-      seq = segment.firstSeq + last + 1;
-      if (client.batch && first === 0 && last === segment.count - 1 && wantsAll(client, segment)) {
-        frames.push({ data: segment.frame, lastSeq: segment.lastSeq });
+      const segment = journal.segmentOf(seq);
+      const last = Math.min(to, segment.last);
+      if (client.batch && seq === segment.first && last === segment.last && this.wantsAll(client, seq, last)) {
+        frames.push({ data: journal.segmentFrame(seq, last), lastSeq: last });
+        seq = last + 1;
         continue;
       }
       const parts: Buffer[] = [];
       let lastSeq = 0;
-      for (let index = first; index <= last; index++) {
-        if (!wants(client, segment, index)) continue;
-        lastSeq = segment.firstSeq + index;
-        if (!client.batch) {
-          frames.push({ data: segment.message(index), lastSeq });
-          continue;
-        }
-        parts.push(parts.length === 0 ? OPEN : COMMA, segment.message(index));
+      for (; seq <= last; seq++) {
+        if (!this.wants(client, seq)) continue;
+        lastSeq = seq;
+        if (!client.batch) frames.push({ data: journal.message(seq), lastSeq });
+        else parts.push(parts.length === 0 ? OPEN : COMMA, journal.message(seq));
       }
       if (parts.length > 0) {
         parts.push(CLOSE);
@@ -375,6 +371,19 @@ export class EventFeed {
       }
     }
     return frames;
+  }
+
+  /** Whether the client wants message `seq`: its topic, and its session when it has one. */
+  private wants(client: Client, seq: number): boolean {
+    if (((client.topicBits >>> this.journal.topic(seq)) & 1) === 0) return false;
+    const sessionId = this.journal.session(seq);
+    return sessionId === undefined || client.sessions === null || client.sessions.has(sessionId);
+  }
+
+  /** Whether the client wants every message from..to. */
+  private wantsAll(client: Client, from: number, to: number): boolean {
+    for (let seq = from; seq <= to; seq++) if (!this.wants(client, seq)) return false;
+    return true;
   }
 
   /** Over its cap: nothing more is written until the socket has sent what it holds. */
@@ -429,19 +438,6 @@ export class EventFeed {
     if (parsed.sessions !== undefined) client.sessions = parsed.sessions === null ? null : new Set(parsed.sessions);
     client.key = keyOf(client);
   }
-}
-
-/** Whether the client wants message `index` of the segment: its topic, and its session when it has one. */
-function wants(client: Client, segment: Segment, index: number): boolean {
-  if (((client.topicBits >>> segment.topics[index]!) & 1) === 0) return false;
-  const sessionId = segment.sessions[index];
-  return sessionId === undefined || client.sessions === null || client.sessions.has(sessionId);
-}
-
-/** Whether the client wants every message of the segment. */
-function wantsAll(client: Client, segment: Segment): boolean {
-  for (let index = 0; index < segment.count; index++) if (!wants(client, segment, index)) return false;
-  return true;
 }
 
 function bitsOf(topics: Iterable<EventTopic>): number {

@@ -241,10 +241,10 @@ describe('the event feed', () => {
   it('a tick that publishes more than the journal holds sends its clients resync, not a silent gap', async () => {
     const feed = new EventFeed({ journal: { maxBytes: 300_000 } });
     const socket = attach(feed, { batch: true });
-    // 400 K characters in one tick: sealed as two segments (at ~256 K), and the first no longer fits.
+    // 400 K characters in one tick: sealed as two segments (at ~256 K), and the first two messages no longer fit.
     for (let n = 0; n < 4; n++) log(feed, 'x'.repeat(100_000));
     await tick();
-    expect(socket.messages().slice(1)).toMatchObject([{ type: 'resync', reason: 'overflow', seq: 4, oldest: 4, lastDelivered: 0 }]);
+    expect(socket.messages().slice(1)).toMatchObject([{ type: 'resync', reason: 'overflow', seq: 4, oldest: 3, lastDelivered: 0 }]);
     update(feed);
     await tick();
     expect(socket.seqs()).toEqual([5]);
