@@ -53,8 +53,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   }
   // 'kill': the supervisor's own sweep, heard as it ends (emitted asynchronously: this listener is in time);
   // 'report': a dry run, nothing killed. Awaited before the daemon files are written, so a client finds it done.
+  // Without a state directory nothing is recorded, so there is nothing to sweep (and the supervisor never sweeps).
   const startupSweep: Promise<OrphanSweepResult | null> =
-    orphanPolicy === 'kill'
+    stateDir === null
+      ? Promise.resolve(null)
+      : orphanPolicy === 'kill'
       ? new Promise((done) => {
           const off = supervisor.on('orphans:swept', (result) => {
             off();
@@ -194,7 +197,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 
   try {
     const result = await startupSweep;
-    startupOrphans = { policy: orphanPolicy, at: orphanPolicy === 'ignore' ? null : Date.now(), result };
+    startupOrphans = { policy: orphanPolicy, at: orphanPolicy === 'ignore' || stateDir === null ? null : Date.now(), result };
   } catch (error) {
     await close();
     throw error;

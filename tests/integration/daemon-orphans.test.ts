@@ -69,6 +69,18 @@ describe('the start-up policy', () => {
     expect(listed.json).toMatchObject({ orphans: [], startup: { policy: 'kill' } });
   });
 
+  it('starts without a state directory under every policy: nothing is recorded, so nothing is swept, and the report says so', async () => {
+    for (const orphans of [undefined, 'kill', 'report', 'ignore'] as const) {
+      const started = await startDaemon({ port: 0, supervisor: { stateDir: false }, ...(orphans ? { orphans } : {}) });
+      try {
+        expect(started.orphans).toEqual({ policy: orphans ?? 'kill', at: null, result: null });
+        expect((await call(started, 'GET', '/v1/health')).status).toBe(200);
+      } finally {
+        await started.close();
+      }
+    }
+  });
+
   it("'ignore' neither lists nor kills at start (nor does supervisor.sweepOnStart: false alone); GET /v1/orphans still lists", async () => {
     const left = await leave('left');
     const ignoring = await start({ orphans: 'ignore' });

@@ -71,7 +71,7 @@ describe('errors', () => {
 
 describe('topics', () => {
   it('parses a list, all by default, and names the unknown ones', () => {
-    expect(parseTopics(null)).toEqual({ topics: ['status', 'state', 'errors', 'updates', 'permissions', 'logs', 'sessions', 'orphans', 'restore'] });
+    expect(parseTopics(null)).toEqual({ topics: ['status', 'state', 'errors', 'updates', 'permissions', 'elicitations', 'logs', 'sessions', 'orphans', 'restore', 'workspaces', 'pty', 'terminals'] });
     expect(parseTopics('status, logs')).toEqual({ topics: ['status', 'logs'] });
     expect(parseTopics('status,bogus')).toEqual({ error: expect.stringContaining('bogus') });
   });
