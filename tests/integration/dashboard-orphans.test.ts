@@ -5,7 +5,7 @@
  * command), `kill` on one kills just it, a sweep made elsewhere (the API) empties the list by
  * the event stream. Skipped, with the reason, where /usr/bin/chromium is missing.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -14,17 +14,14 @@ import { startDaemon, type Daemon } from '../../daemon/daemon.js';
 import { call } from '../support/daemon-http.js';
 import { leaveOrphan, type Leftover } from '../support/orphan-records.js';
 import { eventually, isRunning } from '../support/real-agents.js';
+import { chromiumArgs, chromiumPath, noChromium } from '../support/chromium.js';
 
-const chromiumPath = '/usr/bin/chromium';
-const noChromium = existsSync(chromiumPath) ? null : 'chromium is not installed (apt-get install chromium)';
 if (noChromium) console.warn(`dashboard orphans tests skipped: ${noChromium}`);
 
 /** How long a wait for the page may take before it fails with what it waited for. */
 const WAIT_MS = 15_000;
 const poll = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: WAIT_MS });
 
-/** A fresh profile on a closed network, as in dashboard.test.ts. */
-const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-extensions', '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1'];
 
 describe.skipIf(noChromium !== null)(`the orphans panel of the dashboard${noChromium ? ` (skipped: ${noChromium})` : ''}`, () => {
   let stateDir: string;

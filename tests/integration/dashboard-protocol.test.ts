@@ -10,7 +10,7 @@
  * Skipped, with the reason, where /usr/bin/chromium is missing. A screen with a question
  * waiting is saved to test-results/dashboard-protocol.png (docs/images/dashboard.png is one).
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,9 +19,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../daemon/daemon.js';
 import { call } from '../support/daemon-http.js';
 import { fixtureSpec } from '../support/real-agents.js';
+import { chromiumArgs, chromiumPath, noChromium } from '../support/chromium.js';
 
-const chromiumPath = '/usr/bin/chromium';
-const noChromium = existsSync(chromiumPath) ? null : 'chromium is not installed (apt-get install chromium)';
 if (noChromium) console.warn(`dashboard protocol tests skipped: ${noChromium}`);
 
 const screenshotPath = fileURLToPath(new URL('../../test-results/dashboard-protocol.png', import.meta.url));
@@ -30,19 +29,6 @@ const screenshotPath = fileURLToPath(new URL('../../test-results/dashboard-proto
 const WAIT_MS = 10_000;
 const poll = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: WAIT_MS });
 
-/** A fresh profile on a closed network, as in dashboard.test.ts. */
-const chromiumArgs = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-default-apps',
-  '--disable-extensions',
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-];
 
 /** The smallest PNG (a 1×1 pixel): what the page sends is counted by the agent. */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');

@@ -9,7 +9,7 @@
  * Skipped, with the reason, where /usr/bin/chromium is missing. The last screen is saved to
  * test-results/dashboard.png.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,9 +17,8 @@ import { chromium, type Browser, type Page, type WebSocketRoute } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../daemon/daemon.js';
 import { fixtureSpec } from '../support/real-agents.js';
+import { chromiumArgs, chromiumPath, noChromium } from '../support/chromium.js';
 
-const chromiumPath = '/usr/bin/chromium';
-const noChromium = existsSync(chromiumPath) ? null : 'chromium is not installed (apt-get install chromium)';
 if (noChromium) console.warn(`dashboard tests skipped: ${noChromium}`);
 
 const screenshotPath = fileURLToPath(new URL('../../test-results/dashboard.png', import.meta.url));
@@ -29,19 +28,6 @@ const WAIT_MS = 10_000;
 /** `expect.poll` with that patience (its own default is 1 s, short for an agent's start on a busy host). */
 const poll = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: WAIT_MS });
 
-/** A fresh profile on a closed network: every host name but 127.0.0.1 fails to resolve. */
-const chromiumArgs = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-default-apps',
-  '--disable-extensions',
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-];
 
 describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromium ? ` (skipped: ${noChromium})` : ''}`, () => {
   let stateDir: string;
