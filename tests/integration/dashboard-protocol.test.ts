@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../daemon/daemon.js';
 import { call } from '../support/daemon-http.js';
 import { fixtureSpec } from '../support/real-agents.js';
-import { chromiumArgs, chromiumPath, noChromium } from '../support/chromium.js';
+import { chromiumArgs, chromiumPath, noChromium, recordPage } from '../support/chromium.js';
 
 if (noChromium) console.warn(`dashboard protocol tests skipped: ${noChromium}`);
 
@@ -95,11 +95,7 @@ describe.skipIf(noChromium !== null)(`the dashboard over the whole protocol${noC
     });
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: chromiumArgs });
     page = await browser.newPage({ viewport: { width: 1500, height: 1100 } });
-    page.setDefaultTimeout(WAIT_MS);
-    page.on('request', (request) => requests.push(request.url()));
-    page.on('websocket', (socket) => requests.push(socket.url()));
-    page.on('console', (message) => void (message.type() === 'error' && pageErrors.push(message.text())));
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    recordPage(page, { requests, pageErrors }, WAIT_MS);
     await page.goto(daemon.dashboardUrl);
     await page.locator('[data-testid=connection][data-state=open]').waitFor();
   });

@@ -17,7 +17,7 @@ import { chromium, type Browser, type Page, type WebSocketRoute } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../daemon/daemon.js';
 import { fixtureSpec } from '../support/real-agents.js';
-import { chromiumArgs, chromiumPath, noChromium } from '../support/chromium.js';
+import { chromiumArgs, chromiumPath, noChromium, recordPage } from '../support/chromium.js';
 
 if (noChromium) console.warn(`dashboard tests skipped: ${noChromium}`);
 
@@ -56,11 +56,7 @@ describe.skipIf(noChromium !== null)(`the dashboard in a real browser${noChromiu
     });
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: chromiumArgs });
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    page.setDefaultTimeout(WAIT_MS);
-    page.on('request', (request) => requests.push(request.url()));
-    page.on('websocket', (socket) => requests.push(socket.url()));
-    page.on('console', (message) => void (message.type() === 'error' && pageErrors.push(message.text())));
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    recordPage(page, { requests, pageErrors }, WAIT_MS);
     await page.goto(daemon.dashboardUrl);
   });
 

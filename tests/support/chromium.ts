@@ -3,6 +3,7 @@
  * without it, and the arguments that give each run a fresh profile on a closed network.
  */
 import { existsSync } from 'node:fs';
+import type { Page } from 'playwright-core';
 
 export const chromiumPath = '/usr/bin/chromium';
 
@@ -22,3 +23,21 @@ export const chromiumArgs = [
   '--disable-extensions',
   '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
 ];
+
+/** What a page asked for (requests and WebSocket upgrades) and the errors it reported (console errors, uncaught exceptions). */
+export interface PageRecord {
+  requests: string[];
+  pageErrors: string[];
+}
+
+/**
+ * Listens to a page for what the tests check after it: every URL it requested or opened a
+ * WebSocket to, and every error it reported; `timeoutMs` is its default wait.
+ */
+export function recordPage(page: Page, record: PageRecord, timeoutMs: number): void {
+  page.setDefaultTimeout(timeoutMs);
+  page.on('request', (request) => record.requests.push(request.url()));
+  page.on('websocket', (socket) => record.requests.push(socket.url()));
+  page.on('console', (message) => void (message.type() === 'error' && record.pageErrors.push(message.text())));
+  page.on('pageerror', (error) => record.pageErrors.push(error.message));
+}

@@ -4,39 +4,20 @@
  * the orphans panel around them, and the formatting under them.
  */
 import { describe, expect, it } from 'vitest';
-import type { AgentRow, SessionRow } from '../../daemon/api-types.js';
+import type { SessionRow } from '../../daemon/api-types.js';
 import { clockTime, counted, dateTime, errorText, exitText, promptText } from '../../dashboard/format.js';
 import { agentRowView, killedNotice, orphanRowView, orphansPanelView, permissionRowView, sessionRowView } from '../../dashboard/rows.js';
 import type { ClientAgent, ClientPermission, Orphan } from '../../dashboard/store.js';
+import { agentRow, sessionRow } from './dashboard-samples.js';
 
 const at = 1_700_000_000_000;
 
 function agent(overrides: Partial<ClientAgent> = {}): ClientAgent {
-  const row: AgentRow = {
-    name: 'claude',
-    displayName: 'claude',
-    status: 'idle',
-    state: 'idle',
-    pid: null,
-    attempt: 0,
-    lastError: null,
-    containment: null,
-    since: null,
-    lastExit: null,
-    restart: 'always',
-    credential: null,
-    agentInfo: null,
-    agentCapabilities: null,
-    authMethods: null,
-    connectedAt: null,
-    restarts: 0,
-    sessions: 0,
-  };
-  return { ...row, ...overrides };
+  return { ...agentRow('claude'), ...overrides };
 }
 
 function session(overrides: Partial<SessionRow> = {}): SessionRow {
-  return { agent: 'claude', sessionId: 'sess-1', cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...overrides };
+  return sessionRow('sess-1', { agent: 'claude', createdAt: at, updatedAt: at, ...overrides });
 }
 
 function orphan(overrides: Partial<Orphan> = {}): Orphan {

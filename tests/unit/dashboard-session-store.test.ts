@@ -5,7 +5,7 @@
  * terminal's output and when it is worth reading again, the pending permissions read again.
  */
 import { describe, expect, it } from 'vitest';
-import type { ElicitationRow, PermissionRow, SessionRow } from '../../daemon/api-types.js';
+import type { ElicitationRow, PermissionRow } from '../../daemon/api-types.js';
 import {
   elicitationAsked,
   elicitationResolved,
@@ -17,10 +17,7 @@ import {
   terminalRunning,
 } from '../../dashboard/session-store.js';
 import { createState, takePermissions } from '../../dashboard/store.js';
-
-function sessionRow(sessionId: string, overrides: Partial<SessionRow> = {}): SessionRow {
-  return { agent: 'alpha', sessionId, cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: 0, updatedAt: 0, name: null, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...overrides };
-}
+import { sessionRow } from './dashboard-samples.js';
 
 function elicitation(id: string, requestedAt = 0): ElicitationRow {
   return { id, agent: 'alpha', sessionId: 's1', toolCallId: null, mode: 'form', message: 'Name?', requestedSchema: null, url: null, elicitationId: null, requestedAt };

@@ -4,7 +4,7 @@
  * per-agent prompt drafts, the sessions list's answers.
  */
 import { describe, expect, it } from 'vitest';
-import type { AgentRow, PermissionRow, ServerMessage, SessionRow } from '../../daemon/api-types.js';
+import type { PermissionRow, ServerMessage, SessionRow } from '../../daemon/api-types.js';
 import {
   TRAIL_LENGTH,
   applyServerMessage,
@@ -19,6 +19,7 @@ import {
   type DashboardState,
   type Effect,
 } from '../../dashboard/store.js';
+import { agentRow, sessionRow as sampleSession } from './dashboard-samples.js';
 
 const at = 1_700_000_000_000;
 
@@ -29,30 +30,6 @@ let lastSeq = 0;
 /** A message of the event stream as the daemon sends it: its clocks, the next seq, and hello's epoch filled in. */
 const message = <T extends ServerMessage['type']>(body: MessageOf<T> & { type: T }): ServerMessage =>
   ({ at, t: '1', seq: (lastSeq += 1), ...(body.type === 'hello' ? { epoch: 'epoch-1', replayFrom: null, oldest: 1 } : {}), ...body }) as unknown as ServerMessage;
-
-function agentRow(name: string, overrides: Partial<AgentRow> = {}): AgentRow {
-  return {
-    name,
-    displayName: name,
-    status: 'idle',
-    state: 'idle',
-    pid: null,
-    attempt: 0,
-    lastError: null,
-    containment: null,
-    since: null,
-    lastExit: null,
-    restart: 'always',
-    credential: null,
-    agentInfo: null,
-    agentCapabilities: null,
-    authMethods: null,
-    connectedAt: null,
-    restarts: 0,
-    sessions: 0,
-    ...overrides,
-  };
-}
 
 function permissionRow(id: string, sessionId = 's1'): PermissionRow {
   return {
@@ -68,9 +45,7 @@ function permissionRow(id: string, sessionId = 's1'): PermissionRow {
   };
 }
 
-function sessionRow(sessionId: string, overrides: Partial<SessionRow> = {}): SessionRow {
-  return { agent: 'alpha', sessionId, cwd: '/work', title: null, state: 'ready', stopReason: null, createdAt: at, updatedAt: at, name: null, live: true, busy: false, queued: 0, modes: null, configOptions: [], commands: [], plan: null, usage: null, models: null, ...overrides };
-}
+const sessionRow = (sessionId: string, overrides: Partial<SessionRow> = {}): SessionRow => sampleSession(sessionId, { createdAt: at, updatedAt: at, ...overrides });
 
 /** A state after `hello` with agents alpha and beta, alpha selected (as the page does it). */
 function helloState(): DashboardState {
