@@ -8,12 +8,11 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../daemon/daemon.js';
 import { readDaemonFiles } from '../../daemon/daemon-files.js';
 import { AgentError } from '../../index.js';
-import { call, openEvents } from '../support/daemon-http.js';
+import { call, expectOnlyTypedRefusals, openEvents } from '../support/daemon-http.js';
 import { fixtureSpec, isRunning } from '../support/real-agents.js';
 
 let daemon: Daemon;
@@ -138,16 +137,7 @@ describe('bad input', () => {
 
   it('never answers random bodies with a 5xx, and keeps serving', async () => {
     const routes = ['/v1/prompt', '/v1/sessions', '/v1/permissions/x', '/v1/agents/fixture/authenticate', '/v1/sessions/x/prompt'];
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...routes), fc.oneof(fc.json(), fc.string(), fc.object()), async (path, body) => {
-        const answer = await call(daemon, 'POST', path, { rawBody: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'Content-Type': 'application/json' } });
-        expect(answer.status, `${path} ${JSON.stringify(body)} → ${answer.text}`).toBeGreaterThanOrEqual(400);
-        expect(answer.status).toBeLessThan(500);
-        expect(typeof answer.json?.error?.kind).toBe('string');
-      }),
-      { numRuns: 60 },
-    );
-    expect((await call(daemon, 'GET', '/v1/health')).status).toBe(200);
+    await expectOnlyTypedRefusals(daemon, routes, 60);
   });
 });
 

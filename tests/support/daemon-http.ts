@@ -3,6 +3,8 @@
  * Origin, Authorization, Content-Type), bodies of any size, and NDJSON lines as they come.
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import fc from 'fast-check';
+import { expect } from 'vitest';
 import WebSocket from 'ws';
 import type { Daemon } from '../../daemon/daemon.js';
 
@@ -127,4 +129,21 @@ export function openEvents(daemon: Pick<Daemon, 'port' | 'token'>, query = '', h
     socket.once('unexpected-response', (_request, response) => reject(Object.assign(new Error(`upgrade refused: ${response.statusCode}`), { status: response.statusCode })));
     socket.once('error', reject);
   });
+}
+
+/**
+ * POSTs random bodies (JSON of any shape, strings, objects) to each route: every answer must be
+ * a typed 4xx (`{ error: { kind } }`), never a 5xx, and the daemon must still answer after.
+ */
+export async function expectOnlyTypedRefusals(daemon: Daemon, routes: string[], numRuns: number): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...routes), fc.oneof(fc.json(), fc.string(), fc.object()), async (path, body) => {
+      const answer = await call(daemon, 'POST', path, { rawBody: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'Content-Type': 'application/json' } });
+      expect(answer.status, `${path} ${JSON.stringify(body)} → ${answer.text}`).toBeGreaterThanOrEqual(400);
+      expect(answer.status).toBeLessThan(500);
+      expect(typeof answer.json?.error?.kind).toBe('string');
+    }),
+    { numRuns },
+  );
+  expect((await call(daemon, 'GET', '/v1/health')).status).toBe(200);
 }
