@@ -11,7 +11,7 @@
 import type { Command } from 'commander';
 import type { AgentRow } from '../../daemon/api-types.js';
 import { readDaemonFiles } from '../../daemon/daemon-files.js';
-import { EventFollower, type StreamEvent } from '../event-stream.js';
+import type { StreamEvent } from '../event-stream.js';
 import { interrupted, onInterrupt, type StopSignal } from '../interrupt.js';
 import { printJson, stripAnsi, styleFor } from '../output.js';
 import { agentColumns, renderTable } from '../table.js';
@@ -60,6 +60,8 @@ async function monit(options: MonitOptions, command: Command): Promise<void> {
       wake?.();
     }, EVENT_REDRAW_MS);
   };
+  // Loaded here, not at the top: `ws` costs every other command ~50 ms of start-up.
+  const { EventFollower } = await import('../event-stream.js');
   const follower = new EventFollower({
     address: () => {
       const files = readDaemonFiles(client.stateDir);
