@@ -6,12 +6,13 @@
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { AgentError, agentFailure, describeError } from '../core/errors.js';
 import { acpErrorCodes, describeRpcError, isAuthRequired } from '../core/rpc-error.js';
 import { isPlainTextChunk } from '../core/text-chunk.js';
-import { client, ndJsonStream, methods, PROTOCOL_VERSION, RequestError } from '@agentclientprotocol/sdk';
+import { client, methods, PROTOCOL_VERSION, RequestError } from '@agentclientprotocol/sdk';
+import { ndJsonTransport, type UnreadableLine, type WireMessage } from './acp-transport.js';
 import type {
   AnyMessage,
   ClientApp,
@@ -286,8 +287,7 @@ export interface AcpClientConnection {
 export function openAcpConnection(stdin: Writable, stdout: Readable, options: AcpClientOptions = {}): AcpClientConnection {
   const app = client({ name: clientInfo.name });
   registerHandlers(app, options.handlers ?? {});
-  const stream = ndJsonStream(Writable.toWeb(stdin) as WritableStream<Uint8Array>, Readable.toWeb(stdout) as ReadableStream<Uint8Array>);
-  const connection = app.connect(guardStream(stream, (message) => options.handlers?.protocolWarning?.(message), options.handlers?.sessionUpdate));
+  const connection = app.connect(guardedTransport(stdin, stdout, (message) => options.handlers?.protocolWarning?.(message), options.handlers?.sessionUpdate));
   return {
     connection,
     initialize: async () =>
@@ -302,34 +302,28 @@ export function openAcpConnection(stdin: Writable, stdout: Readable, options: Ac
 }
 
 /**
- * Drops, before the SDK sees them, the messages it would only log to the host's stderr: a
- * value that is not a JSON-RPC object, a response to a request this client never sent (or
- * already had answered), a malformed `session/update`. Each is reported through `warn`
- * instead.
+ * The agent's stdio as the SDK's connection reads and writes it (services/acp-transport.ts:
+ * writes coalesced per tick, lines read without web streams), with a guard on what is read:
+ * it drops, before the SDK sees them, the messages the SDK would only log to the host's
+ * stderr — a value that is not a JSON-RPC request, notification or response, a response to a
+ * request this client never sent (or already had answered), a malformed `session/update` —
+ * and reports each through `warn` instead.
  *
- * A valid `session/update` goes to `deliver` here, as it is read, and on to the SDK only
- * when `deliver` did not take it. The SDK's client app zod-parses every `session/update` it
+ * A valid `session/update` goes to `deliver` as it is read, and on to the SDK only when
+ * `deliver` did not take it. The SDK's client app zod-parses every `session/update` it
  * receives to feed its session helpers (≈5 µs an update, more than the rest of agentvisor's
  * path together); the updates of agentvisor's own sessions need no second parse, having been
  * checked here (a plain text chunk by its exact shape, anything else by ACP's schema).
  */
-function guardStream(
-  stream: { readable: ReadableStream<AnyMessage>; writable: WritableStream<AnyMessage> },
+function guardedTransport(
+  stdin: Writable,
+  stdout: Readable,
   warn: (message: string) => void,
   deliver: ((notification: SessionNotification) => boolean) | undefined,
 ) {
   const awaiting = new Set<unknown>();
-  const writer = stream.writable.getWriter();
-  const writable = new WritableStream<AnyMessage>({
-    write(message) {
-      if ('method' in message && 'id' in message) awaiting.add(message.id);
-      return writer.write(message);
-    },
-    close: () => writer.close(),
-    abort: (reason) => writer.abort(reason),
-  });
-  const keep = (message: AnyMessage): AnyMessage | null => {
-    if (message === null || typeof message !== 'object' || Array.isArray(message) || !('method' in message || 'id' in message)) {
+  const keep = (message: WireMessage): AnyMessage | null => {
+    if (Array.isArray(message) || !('method' in message || 'id' in message)) {
       warn(`A message that is not a JSON-RPC request, notification or response was dropped: ${describeValue(message)}`);
       return null;
     }
@@ -344,12 +338,28 @@ function guardStream(
         return null;
       }
       if (deliverUpdate(deliver, notification)) return null;
-      return notification === message.params ? message : { ...message, params: notification };
+      return (notification === message.params ? message : { ...message, params: notification }) as AnyMessage;
     }
-    return message;
+    return message as AnyMessage;
   };
-  const readable = filteredReadable(stream.readable, keep);
-  return { readable, writable };
+  return ndJsonTransport<AnyMessage>(stdin, stdout, {
+    accept: keep,
+    answerUnreadable: unreadableAnswer,
+    sent: (message) => {
+      if ('method' in message && 'id' in message) awaiting.add(message.id);
+    },
+  });
+}
+
+/** JSON-RPC's answer to a line that is no message, as the SDK's own framing gives it. */
+function unreadableAnswer(line: UnreadableLine): WireMessage {
+  const error =
+    line.kind === 'parse'
+      ? RequestError.parseError()
+      : line.kind === 'batch'
+        ? RequestError.invalidRequest(undefined, 'JSON-RPC batches are not supported')
+        : RequestError.invalidRequest(line.value);
+  return { jsonrpc: '2.0', id: null, error: error.toErrorResponse() };
 }
 
 /** Hands an update to `deliver`; true when it was taken. A throw is a bug of the caller's: warned about, never a reason to close the connection. */
@@ -361,34 +371,6 @@ function deliverUpdate(deliver: ((notification: SessionNotification) => boolean)
     process.emitWarning(`agentvisor: delivering a session/update failed: ${describeError(error)}`);
     return true;
   }
-}
-
-/**
- * `source`, without the messages `keep` turns into null. The SDK only ever calls
- * `getReader()` on a connection's readable and then `read`, `releaseLock` and `cancel` on the
- * reader, so this is a reader over the source's own, not a second stream: a `pipeThrough`
- * cost ~0.7 µs and two queue hops per message on the stream's hot path.
- */
-function filteredReadable(source: ReadableStream<AnyMessage>, keep: (message: AnyMessage) => AnyMessage | null): ReadableStream<AnyMessage> {
-  const reader = {
-    getReader() {
-      const inner = source.getReader();
-      type Next = Awaited<ReturnType<typeof inner.read>>;
-      // A loop, not a read() per dropped message chained in the last one's `then`: nearly every
-      // message is dropped here (the updates delivered above), and such a chain held each one
-      // until the next kept message (~100 MB per million updates in a long turn).
-      const read = async (): Promise<Next> => {
-        for (;;) {
-          const next = await inner.read();
-          if (next.done) return next;
-          const kept = keep(next.value);
-          if (kept !== null) return { done: false as const, value: kept };
-        }
-      };
-      return { read, releaseLock: () => inner.releaseLock(), cancel: (reason?: unknown) => inner.cancel(reason), closed: inner.closed };
-    },
-  };
-  return reader as unknown as ReadableStream<AnyMessage>;
 }
 
 /** A short, safe rendering of an untrusted value for a warning. */
