@@ -8,6 +8,7 @@
  * 1, never reused after pruning — as SQLite's AUTOINCREMENT per table.
  */
 import { describeError, storeFailed } from '../../core/errors.js';
+import { inSessionOrder } from './batch-order.js';
 import { entryJson } from './entry-json.js';
 import { retentionLimits } from './retention-limits.js';
 import type { EventEntry, LogEntry, Page, Retention, RetentionRule, Store, StoreWrite, StoredSession, TranscriptKind } from '../../core/store.js';
@@ -138,7 +139,8 @@ export function createMemoryStore(): Store {
       // Serialise every payload first: the one step that may throw, so a batch applies whole or not at all.
       let staged: StagedWrite[];
       try {
-        staged = batch.map((write) => ({ write, json: stage(write) }));
+        // Numbered as the SQLite store numbers them: each session's transcript entries together (batch-order.ts).
+        staged = inSessionOrder(batch).map((write) => ({ write, json: stage(write) }));
       } catch (error) {
         throw storeFailed(`Could not write to the memory store: ${describeError(error)}`, error);
       }

@@ -324,17 +324,41 @@ describe('sqlite store', () => {
       expect(store.events({}, all).map((event) => event.data)).toEqual(Array.from({ length: 20 }, (_, i) => ({ i: i * 500 })));
       expect(store.stats().transcript.count).toBe(10_401);
 
-      // Packed: the first 6,000 in rows of at most 4096, then runs of 9 between the other session's entries.
+      // Packed per session, whatever is between its entries (the batch's entries are numbered session by session): 's' in rows of at most 4096, 'other' in one row.
       const rows = transcriptRows(file);
       const ours = rows.filter((row) => row.session_id === 's');
-      expect(ours.slice(0, 2).map((row) => row.count)).toEqual([TRANSCRIPT_ROW_ENTRIES, 6010 - TRANSCRIPT_ROW_ENTRIES]);
-      expect(Math.max(...rows.map((row) => row.count))).toBe(TRANSCRIPT_ROW_ENTRIES);
+      expect(ours.map((row) => row.count)).toEqual([TRANSCRIPT_ROW_ENTRIES, TRANSCRIPT_ROW_ENTRIES, 10_001 - 2 * TRANSCRIPT_ROW_ENTRIES]);
+      expect(rows.filter((row) => row.session_id === 'other').map((row) => row.count)).toEqual([400]);
       expect(rows.reduce((total, row) => total + row.count, 0)).toBe(10_401);
-      expect(rows.length).toBeLessThan(1000);
-      expect(rows.slice(0, 2)).toMatchObject([
+      expect(rows).toHaveLength(4);
+      expect(ours.slice(0, 2)).toMatchObject([
         { packed: 1, first_index: 0, first_at: 1000, at: 1040 },
-        { packed: 1, first_index: 0, first_at: 1040, at: 1060 },
+        { packed: 1, first_index: 0, first_at: 1040, at: 1081 },
       ]);
+    });
+
+    it('merges a batch\'s writes to one session row: the last value of each field set, the others kept, created at the first write', () => {
+      const store = track(openSqliteStore(file));
+      store.write([
+        { type: 'session', at: 100, agent: 'a', sessionId: 's', cwd: '/w', state: 'ready' },
+        { type: 'session', at: 110, agent: 'a', sessionId: 's', state: 'running' },
+        entry(111, 'chunk'),
+        { type: 'session', at: 120, agent: 'a', sessionId: 'other', cwd: '/o', state: 'ready' },
+        { type: 'session', at: 130, agent: 'a', sessionId: 's', stopReason: 'end_turn' },
+        { type: 'session', at: 131, agent: 'a', sessionId: 's', state: 'completed', title: 'First' },
+      ]);
+      expect(store.sessions({})).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ agent: 'a', sessionId: 's', cwd: '/w', title: 'First', state: 'completed', stopReason: 'end_turn', createdAt: 100, updatedAt: 131 }),
+          expect.objectContaining({ agent: 'a', sessionId: 'other', cwd: '/o', state: 'ready', createdAt: 120, updatedAt: 120 }),
+        ]),
+      );
+      // A later batch: a field it does not set keeps the stored value; null clears one.
+      store.write([
+        { type: 'session', at: 200, agent: 'a', sessionId: 's', state: 'running' },
+        { type: 'session', at: 210, agent: 'a', sessionId: 's', title: null },
+      ]);
+      expect(store.sessions({}).find((row) => row.sessionId === 's')).toMatchObject({ cwd: '/w', title: null, state: 'running', stopReason: 'end_turn', createdAt: 100, updatedAt: 210 });
     });
 
     it('pages with after in the middle of a packed row, at its last entry, and at seqs no entry has', () => {
@@ -500,11 +524,13 @@ describe('sqlite store', () => {
     });
 
     describe('retention, per entry', () => {
-      /** Three packed rows of 10 entries (sessions s, t, s), at 100 + i, each payload 5 bytes (`"eNN"`). */
+      /** Three packed rows of 10 entries (sessions s, t, s: a batch each), at 100 + i, each payload 5 bytes (`"eNN"`). */
       function writeRows(store: ReturnType<typeof openSqliteStore>) {
-        const batch: StoreWrite[] = [];
-        for (let i = 0; i < 30; i++) batch.push(entry(100 + i, `e${String(i).padStart(2, '0')}`, 'update', Math.floor(i / 10) === 1 ? 't' : 's'));
-        store.write(batch);
+        for (let row = 0; row < 3; row++) {
+          const batch: StoreWrite[] = [];
+          for (let i = row * 10; i < row * 10 + 10; i++) batch.push(entry(100 + i, `e${String(i).padStart(2, '0')}`, 'update', row === 1 ? 't' : 's'));
+          store.write(batch);
+        }
         return [...store.transcript('a', 's', all), ...store.transcript('a', 't', all)].sort((a, b) => a.seq - b.seq);
       }
       const left = (store: ReturnType<typeof openSqliteStore>) =>

@@ -86,6 +86,26 @@ export function describeStoreContract(open: () => Awaitable<Store>): void {
       expect(events[1]!.seq).toBeGreaterThan(events[0]!.seq);
     });
 
+    it('numbers a batch\'s transcript entries session by session (sessions in order of their first entry), each in the order written', async () => {
+      await store.write([
+        writes.transcript(1, { n: 1 }, 'a', 's'),
+        writes.transcript(2, { n: 1 }, 'a', 't'),
+        writes.transcript(3, { n: 2 }, 'a', 's'),
+        writes.transcript(4, { n: 2 }, 'a', 't'),
+        writes.transcript(5, { n: 3 }, 'a', 's'),
+      ]);
+      const s = await store.transcript('a', 's', all);
+      const t = await store.transcript('a', 't', all);
+      expect(s.map((entry) => entry.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      expect(t.map((entry) => entry.data)).toEqual([{ n: 1 }, { n: 2 }]);
+      expect(t.map((entry) => entry.at)).toEqual([2, 4]);
+      expect(Math.max(...s.map((entry) => entry.seq))).toBeLessThan(Math.min(...t.map((entry) => entry.seq)));
+      // Retention by count keeps the highest seqs: t's entries, then s's last.
+      await store.prune({ transcript: { maxCount: 3 } }, 10);
+      expect((await store.transcript('a', 's', all)).map((entry) => entry.data)).toEqual([{ n: 3 }]);
+      expect(await store.transcript('a', 't', all)).toHaveLength(2);
+    });
+
     it('accepts an empty batch and agent registrations', async () => {
       await store.write([]);
       const spec = { command: 'codex', args: ['acp'], cwd: null, displayName: 'Codex', envNames: ['OPENAI_API_KEY'] };

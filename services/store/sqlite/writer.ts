@@ -1,11 +1,13 @@
 /**
- * The SQLite store's writes: one transaction a batch, agents and sessions upserted, stderr
- * lines and events a row each, and a session's consecutive transcript entries packed into
- * one row (services/store/sqlite/packed-rows.ts).
+ * The SQLite store's writes: one transaction a batch, agents upserted, a session's writes in
+ * the batch merged into one upsert, stderr lines and events a row each, and a session's
+ * transcript entries of the batch (grouped, batch-order.ts) packed into one row
+ * (services/store/sqlite/packed-rows.ts).
  */
 import type Database from 'better-sqlite3';
 import { isPlainTextChunk } from '../../../core/text-chunk.js';
 import type { StoreWrite } from '../../../core/store.js';
+import { inSessionOrder } from '../batch-order.js';
 import { entryJson } from '../entry-json.js';
 import { chunkCodes, chunkWrapperChars, kindExtraBytes, maxPackedChars, packedLine, TRANSCRIPT_ROW_ENTRIES } from './packed-rows.js';
 
@@ -23,7 +25,7 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
     // The has_* flags tell a field the write leaves out (keep) from one it sets, to null maybe.
     session: db.prepare(`
       INSERT INTO sessions (agent, session_id, cwd, title, state, stop_reason, created_at, updated_at)
-      VALUES (@agent, @sessionId, coalesce(@cwd, ''), @title, coalesce(@state, 'idle'), @stopReason, @at, @at)
+      VALUES (@agent, @sessionId, coalesce(@cwd, ''), @title, coalesce(@state, 'idle'), @stopReason, @createdAt, @at)
       ON CONFLICT (agent, session_id) DO UPDATE SET
         cwd = CASE WHEN @hasCwd THEN excluded.cwd ELSE cwd END,
         title = CASE WHEN @hasTitle THEN excluded.title ELSE title END,
@@ -44,20 +46,7 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
         statements.agent.run(write.agent, JSON.stringify(write.spec), write.at);
         return;
       case 'session':
-        statements.session.run({
-          agent: write.agent,
-          sessionId: write.sessionId,
-          at: write.at,
-          cwd: write.cwd ?? null,
-          title: write.title ?? null,
-          state: write.state ?? null,
-          stopReason: write.stopReason ?? null,
-          hasCwd: write.cwd === undefined ? 0 : 1,
-          hasTitle: write.title === undefined ? 0 : 1,
-          hasState: write.state === undefined ? 0 : 1,
-          hasStopReason: write.stopReason === undefined ? 0 : 1,
-        });
-        return;
+        throw new Error('session writes are merged by writeBatch');
       case 'transcript':
         throw new Error('transcript writes are packed by writeBatch');
       case 'stderr':
@@ -71,6 +60,49 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
       default:
         throw new Error(`unknown write type ${JSON.stringify((write as { type?: unknown }).type)}`);
     }
+  }
+
+  /**
+   * A batch's writes to one session row, merged: a turn writes its session three times (its
+   * status twice, its stop reason), and a batch holds many turns. Each field is the last
+   * value the batch set (a field no write set is kept as it is); the row's `created_at`, if
+   * the batch creates it, is the first write's time — what applying them one by one leaves.
+   */
+  type SessionWrite = Extract<StoreWrite, { type: 'session' }>;
+  const sessionRows = new Map<string, { createdAt: number; merged: SessionWrite }>();
+  function addSession(write: SessionWrite): void {
+    const key = `${write.agent}\u0000${write.sessionId}`;
+    const row = sessionRows.get(key);
+    if (row === undefined) {
+      sessionRows.set(key, { createdAt: write.at, merged: { ...write } });
+      return;
+    }
+    const merged = row.merged;
+    merged.at = write.at;
+    if (write.cwd !== undefined) merged.cwd = write.cwd;
+    if (write.title !== undefined) merged.title = write.title;
+    if (write.state !== undefined) merged.state = write.state;
+    if (write.stopReason !== undefined) merged.stopReason = write.stopReason;
+  }
+  /** Upserts the merged rows, in the order of their first write (the order sessions() breaks ties by). */
+  function flushSessions(): void {
+    for (const { createdAt, merged: write } of sessionRows.values()) {
+      statements.session.run({
+        agent: write.agent,
+        sessionId: write.sessionId,
+        createdAt,
+        at: write.at,
+        cwd: write.cwd ?? null,
+        title: write.title ?? null,
+        state: write.state ?? null,
+        stopReason: write.stopReason ?? null,
+        hasCwd: write.cwd === undefined ? 0 : 1,
+        hasTitle: write.title === undefined ? 0 : 1,
+        hasState: write.state === undefined ? 0 : 1,
+        hasStopReason: write.stopReason === undefined ? 0 : 1,
+      });
+    }
+    sessionRows.clear();
   }
 
   /**
@@ -164,11 +196,15 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
 
   const writeBatch = db.transaction((batch: readonly StoreWrite[]) => {
     run = null;
-    for (const write of batch) {
+    sessionRows.clear();
+    // Each session's entries together: one packed row per session of the batch (batch-order.ts).
+    for (const write of inSessionOrder(batch)) {
       if (write.type === 'transcript') addTranscript(write);
+      else if (write.type === 'session') addSession(write);
       else apply(write);
     }
     flushTranscript();
+    flushSessions();
   });
   return writeBatch;
 }
