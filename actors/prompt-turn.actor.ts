@@ -1,9 +1,10 @@
 /**
- * A prompt turn (`session/prompt`) over the agent's live connection, as the session
- * machine's `promptTurn` actor. A callback actor, so the machine can tell it to cancel
- * (`session/cancel`) and still hear how the turn ended; when the machine leaves `prompting`
- * first (close, agent stopped), the actor's cleanup cancels the turn, once. Failures reach
- * the machine as `turn.failed` with a classified kind, never as raw SDK errors.
+ * Prompt turns (`session/prompt`) over the agent's live connection, as the session machine's
+ * `promptTurn` actor: a callback actor that lives as long as the session, so the machine can
+ * tell it to start a turn, to cancel it (`session/cancel`) and still hear how it ended, or to
+ * release it; when the session stops (closed, agent stopped), the actor's cleanup cancels a
+ * turn in flight, once. Failures reach the machine as `turn.failed` with a classified kind,
+ * never as raw SDK errors.
  */
 import { fromCallback } from 'xstate';
 import type { ClientConnection, ContentBlock } from '../core/acp-types.js';
@@ -26,44 +27,69 @@ export interface PromptTurnDependencies {
 /** A turn as the transcript keeps it: the prompt sent, then its stop reason or its error. */
 export type TurnEvent = { prompt: ContentBlock[] } | { stopReason: string } | { error: { kind: string; message: string } };
 
-/** Creates the `promptTurn` actor that session machines are provided with. */
+/**
+ * Creates the `promptTurn` actor that session machines are provided with: one per session,
+ * for its lifetime, running the turns it is told to `start` one at a time. A turn answered
+ * after it was released (or after the next one started) is not reported: a late answer
+ * must not reach a later turn of the same session.
+ */
 export function createPromptTurnActor(deps: PromptTurnDependencies) {
   return fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(({ input, sendBack, receive }) => {
-    const connection = deps.connectionOf(input.agent);
-    if (!connection) {
-      sendBack({ type: 'turn.failed', failure: failures.notConnected(input.agent) });
-      return;
-    }
-    let settled = false;
-    let cancelled = false;
-    let released = false; // a late answer must not reach a later turn of the same session
-    const cancel = () => {
-      if (settled || cancelled) return;
-      cancelled = true;
-      if (!connection.signal.aborted) connection.agent.notify(acpMethods.agent.session.cancel, { sessionId: input.sessionId }).catch(() => {});
-      deps.cancelPermissions(input.agent, input.sessionId);
+    const { agent, sessionId } = input;
+    /** The turn in flight: how to cancel it, and whether its answer is still wanted. */
+    let current: { cancel(): void; released: boolean } | null = null;
+
+    const release = () => {
+      if (!current) return;
+      current.cancel();
+      current.released = true;
+      current = null;
     };
-    deps.onTurn?.(input.agent, input.sessionId, { prompt: input.prompt });
-    connection.agent.request(acpMethods.agent.session.prompt, { sessionId: input.sessionId, prompt: input.prompt, ...(input.meta ? { _meta: input.meta } : {}) }).then(validatePromptResponse).then(
-      (response) => {
-        settled = true;
-        deps.onTurn?.(input.agent, input.sessionId, { stopReason: response.stopReason });
-        if (!released) sendBack({ type: 'turn.completed', stopReason: response.stopReason });
-      },
-      (error: unknown) => {
-        settled = true;
-        const failure = toRequestError(input.agent, connection, error, 'session/prompt');
-        deps.onTurn?.(input.agent, input.sessionId, { error: { kind: failure.kind, message: failure.message } });
-        const at = (deps.now ?? Date.now)();
-        if (!released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message, ...rpcErrorDetails(error), at } });
-      },
-    );
+
+    const start = (prompt: Extract<PromptTurnCommand, { type: 'start' }>) => {
+      release();
+      const connection = deps.connectionOf(agent);
+      if (!connection) {
+        sendBack({ type: 'turn.failed', failure: failures.notConnected(agent) });
+        return;
+      }
+      let settled = false;
+      let cancelled = false;
+      const turn = {
+        released: false,
+        cancel: () => {
+          if (settled || cancelled) return;
+          cancelled = true;
+          if (!connection.signal.aborted) connection.agent.notify(acpMethods.agent.session.cancel, { sessionId }).catch(() => {});
+          deps.cancelPermissions(agent, sessionId);
+        },
+      };
+      current = turn;
+      deps.onTurn?.(agent, sessionId, { prompt: prompt.prompt });
+      connection.agent.request(acpMethods.agent.session.prompt, { sessionId, prompt: prompt.prompt, ...(prompt.meta ? { _meta: prompt.meta } : {}) }).then(validatePromptResponse).then(
+        (response) => {
+          settled = true;
+          if (current === turn) current = null;
+          deps.onTurn?.(agent, sessionId, { stopReason: response.stopReason });
+          if (!turn.released) sendBack({ type: 'turn.completed', stopReason: response.stopReason });
+        },
+        (error: unknown) => {
+          settled = true;
+          if (current === turn) current = null;
+          const failure = toRequestError(agent, connection, error, 'session/prompt');
+          deps.onTurn?.(agent, sessionId, { error: { kind: failure.kind, message: failure.message } });
+          const at = (deps.now ?? Date.now)();
+          if (!turn.released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message, ...rpcErrorDetails(error), at } });
+        },
+      );
+    };
+
     receive((command) => {
-      if (command.type === 'cancel') cancel();
+      if (command.type === 'start') start(command);
+      else if (command.type === 'cancel') current?.cancel();
+      else release();
     });
-    return () => {
-      cancel();
-      released = true;
-    };
+    // The session stopped (closed, or its agent stopped): a turn still in flight is cancelled.
+    return release;
   });
 }

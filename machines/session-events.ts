@@ -55,16 +55,21 @@ export type SessionEvent =
   /** Raised by the machine itself: nobody answered a question within its timeout. */
   | { type: 'ask.timedOut'; requestId: string };
 
+/** The session's prompt-turn actor, which lives as long as the session and runs its turns one at a time. */
 export interface PromptTurnInput {
   agent: string;
   sessionId: string;
-  prompt: ContentBlock[];
-  /** The `_meta` of the session/prompt request, when the caller gave one. */
-  meta?: Record<string, unknown>;
 }
 
-/** Commands the session machine sends to its prompt turn actor. */
-export type PromptTurnCommand = { type: 'cancel' };
+/**
+ * Commands the session machine sends to its prompt-turn actor: `start` a turn (session/prompt;
+ * `meta` goes on the request as `_meta`), `cancel` the running one (session/cancel), or
+ * `release` it (cancelled if it still runs, and whatever it answers later is not reported).
+ */
+export type PromptTurnCommand =
+  | { type: 'start'; prompt: ContentBlock[]; meta?: Record<string, unknown> }
+  | { type: 'cancel' }
+  | { type: 'release' };
 
 export interface LoadSessionInput {
   agent: string;

@@ -1,8 +1,12 @@
 /**
  * One ACP session as a statechart: ready ⇄ prompting (running, awaitingPermission,
  * stalled) → completed, failed (resumable with session/load), stopped. A child of its
- * agent's actor. Pure: the prompt turn and session/load are actors referenced by name and
+ * agent's actor. Pure: the prompt turns and session/load are actors referenced by name and
  * provided by the runtime; the stall timer is the named delay `stallTimeout`.
+ *
+ * The prompt-turn actor lives as long as the session and is told to `start` each turn:
+ * invoking an actor per turn (spawned, started, stopped) cost a third of a tiny turn's
+ * machine work (docs/performance.md, *turns*).
  *
  * It decides every outcome a caller sees: each `prompt` and `resume` is answered once with
  * `request.settled` (a busy or closed session refuses at once), and the stall policy is a
@@ -175,8 +179,15 @@ export const sessionMachine = setup({
     removePendingPermission: assign({
       pendingPermissions: ({ context }, params: { requestId: string }) => context.pendingPermissions.filter((id) => id !== params.requestId),
     }),
+    /** session/prompt with the prompt event's content. */
+    startTurn: sendTo('promptTurn', ({ event }) => {
+      assertEvent(event, 'prompt');
+      return (event.meta ? { type: 'start', prompt: event.prompt, meta: event.meta } : { type: 'start', prompt: event.prompt }) satisfies PromptTurnCommand;
+    }),
     /** session/cancel for the running turn; it then ends with stop reason `cancelled`. */
     cancelTurn: sendTo('promptTurn', { type: 'cancel' } satisfies PromptTurnCommand),
+    /** The turn is abandoned (its agent was lost): cancelled if it still runs, its late answer never reported. */
+    releaseTurn: sendTo('promptTurn', { type: 'release' } satisfies PromptTurnCommand),
     /**
      * The agent answered the prompt with an error: its agent classifies it (a login or a limit
      * parks the agent, docs/failures.md). A lost process is the agent's own news, not reported.
@@ -203,6 +214,11 @@ export const sessionMachine = setup({
   description: 'One ACP session of an agent: prompt turns, permission requests, stalls.',
   context: ({ input }) => ({ ...input, status: 'ready', turns: 0, lastStopReason: null, lastError: null, pendingPermissions: [], request: null }),
   initial: 'ready',
+  invoke: {
+    id: 'promptTurn',
+    src: 'promptTurn',
+    input: ({ context }) => ({ agent: context.agent, sessionId: context.sessionId }),
+  },
   on: {
     close: { target: '.stopped', description: 'session.close(): cancel any turn, kill its terminals.' },
     'ask.timedOut': { actions: 'expireAsk', description: 'Nobody answered a question within its timeout: its broker answers it cancelled.' },
@@ -219,7 +235,7 @@ export const sessionMachine = setup({
       },
       {
         target: '.failed',
-        actions: { type: 'recordFailure', params: ({ event }) => ({ failure: { kind: event.kind, message: event.message } }) },
+        actions: [{ type: 'recordFailure', params: ({ event }) => ({ failure: { kind: event.kind, message: event.message } }) }, 'releaseTurn'],
         description: 'The agent process died: any turn fails with agent_exited.',
       },
     ],
@@ -234,15 +250,8 @@ export const sessionMachine = setup({
       },
     },
     prompting: {
-      description: 'A prompt turn is in flight; leaving this state ends the turn actor, which cancels it.',
-      invoke: {
-        id: 'promptTurn',
-        src: 'promptTurn',
-        input: ({ context, event }) =>
-          event.type === 'prompt'
-            ? { agent: context.agent, sessionId: context.sessionId, prompt: event.prompt, ...(event.meta ? { meta: event.meta } : {}) }
-            : { agent: context.agent, sessionId: context.sessionId, prompt: [] },
-      },
+      description: 'A prompt turn is in flight (a closed session cancels it; a lost agent releases it).',
+      entry: 'startTurn',
       on: {
         'turn.completed': {
           target: 'completed',

@@ -27,7 +27,9 @@ export const sessionMachine = setup({
     expireAsk: () => {},
     addPendingPermission: () => {},
     removePendingPermission: () => {},
+    startTurn: () => {},
     cancelTurn: () => {},
+    releaseTurn: () => {},
     reportTurnFailure: () => {},
     requestAgentRestart: () => {},
   },
@@ -48,6 +50,7 @@ export const sessionMachine = setup({
   id: 'session',
   description: 'One ACP session of an agent: prompt turns, permission requests, stalls.',
   initial: 'ready',
+  invoke: { id: 'promptTurn', src: 'promptTurn' },
   on: {
     close: {
       target: '.stopped',
@@ -70,7 +73,7 @@ export const sessionMachine = setup({
       },
       {
         target: '.failed',
-        actions: { type: 'recordFailure' },
+        actions: [{ type: 'recordFailure' }, 'releaseTurn'],
         description: 'The agent process died: any turn fails with agent_exited.',
       },
     ],
@@ -92,8 +95,8 @@ export const sessionMachine = setup({
       },
     },
     prompting: {
-      description: 'A prompt turn is in flight; leaving this state ends the turn actor, which cancels it.',
-      invoke: { id: 'promptTurn', src: 'promptTurn' },
+      description: 'A prompt turn is in flight (a closed session cancels it; a lost agent releases it).',
+      entry: 'startTurn',
       on: {
         'turn.completed': {
           target: 'completed',

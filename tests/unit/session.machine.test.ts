@@ -25,20 +25,37 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
       requestAgentRestart: () => void toAgent.push({ type: 'restart' }),
     },
     actors: {
+      // The session's one turn actor: each `start` is a turn the test settles by hand.
       promptTurn: fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(({ sendBack, receive }) => {
-        const turn: FakeTurn = {
-          complete: (stopReason) => sendBack({ type: 'turn.completed', stopReason }),
-          fail: (kind, message) => sendBack({ type: 'turn.failed', failure: { kind, message } }),
-          cancels: 0,
-          released: false,
+        let current: FakeTurn | null = null;
+        const release = () => {
+          if (current) current.released = true;
+          current = null;
         };
-        turns.push(turn);
         receive((command) => {
-          if (command.type === 'cancel') turn.cancels++;
+          if (command.type === 'start') {
+            release();
+            const turn: FakeTurn = {
+              complete: (stopReason) => {
+                if (turn.released) return;
+                if (current === turn) current = null;
+                sendBack({ type: 'turn.completed', stopReason });
+              },
+              fail: (kind, message) => {
+                if (turn.released) return;
+                if (current === turn) current = null;
+                sendBack({ type: 'turn.failed', failure: { kind, message } });
+              },
+              cancels: 0,
+              released: false,
+            };
+            current = turn;
+            turns.push(turn);
+          } else if (command.type === 'cancel') {
+            if (current) current.cancels++;
+          } else release();
         });
-        return () => {
-          turn.released = true;
-        };
+        return release;
       }),
       loadSession: fromPromise<void, LoadSessionInput>(async () => {
         loads++;
