@@ -102,4 +102,100 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     await started;
     expect(env.supervisor.getStatus('coder')).toBe('connected');
   });
+
+  it('the ladder reaches the agent in its pod: an agent that ignores EOF gets SIGTERM by a second exec', async () => {
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec(['--linger'], { shutdownTimeoutMs: 300 }) } });
+    await env.supervisor.ensureAgent('coder');
+    await env.supervisor.stop('coder');
+    expect(api.execCommands.some((argv) => argv.includes('agentvisor-signal') && argv.includes('TERM'))).toBe(true);
+    await eventually(() => api.list().length === 0 && api.processes().length === 0, 'the pod and its processes to be gone');
+  });
+
+  it('a server that speaks only v4: the stop goes to the in-pod kill at once (no stdin EOF to send)', async () => {
+    api.protocols = ['v4.channel.k8s.io'];
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec() } });
+    await env.supervisor.ensureAgent('coder');
+    const session = await env.supervisor.newSession('coder', { cwd: '/' });
+    expect(await session.prompt('over v4')).toBe('end_turn');
+    const stopping = Date.now();
+    await env.supervisor.stop('coder');
+    // Not the SIGTERM rung after shutdownTimeoutMs (2 s): the first rung was the in-pod SIGTERM.
+    expect(Date.now() - stopping).toBeLessThan(1_900);
+    expect(api.execCommands.filter((argv) => argv.includes('agentvisor-signal'))[0]).toContain('TERM');
+    await eventually(() => api.list().length === 0 && api.processes().length === 0, 'the pod and its processes to be gone');
+  });
+
+  it('401 (a token the server does not take) is runtime_auth_failed, class config: nothing made, never retried', async () => {
+    const spec = podSpec();
+    const runtime = spec.runtime as Extract<AgentSpec['runtime'], { kind: 'kubernetes' }>;
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: { ...spec, runtime: { ...runtime, kubeconfig: api.kubeconfig(env.files.dir, { token: 'wrong', name: 'wrong.yaml' }) } } } });
+    await expect(env.supervisor.ensureAgent('coder')).rejects.toMatchObject({ kind: 'runtime_auth_failed', class: 'config', retryable: false, message: expect.stringContaining('401') });
+    expect(api.list()).toEqual([]);
+  });
+
+  it('403 (RBAC refuses pods) is runtime_auth_failed naming what was forbidden', async () => {
+    api.refuse = 403;
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec() } });
+    await expect(env.supervisor.ensureAgent('coder')).rejects.toMatchObject({ kind: 'runtime_auth_failed', class: 'config', message: expect.stringContaining('pods is forbidden') });
+    expect(api.list()).toEqual([]);
+  });
+
+  it('an API server that refuses connections is runtime_unreachable, class crash (retried with the backoff)', async () => {
+    const gone = await KubeApiStandIn.start();
+    const server = gone.url;
+    await gone.close();
+    const spec = podSpec();
+    const runtime = spec.runtime as Extract<AgentSpec['runtime'], { kind: 'kubernetes' }>;
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: { ...spec, runtime: { ...runtime, kubeconfig: api.kubeconfig(env.files.dir, { server, name: 'gone.yaml' }) } } } });
+    await expect(env.supervisor.ensureAgent('coder')).rejects.toMatchObject({ kind: 'runtime_unreachable', class: 'crash', retryable: true });
+  });
+
+  it('a pod stuck Pending fails the start within its pending timeout, naming the reason the API gives; the pod is deleted', async () => {
+    api.onCreate = { unschedulable: '0/3 nodes are available: 3 Insufficient cpu.' };
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec([], { template: { pendingTimeoutMs: 300 } }) } });
+    const started = Date.now();
+    await expect(env.supervisor.ensureAgent('coder')).rejects.toMatchObject({ kind: 'runtime_missing', class: 'config', message: expect.stringContaining('Unschedulable: 0/3 nodes are available: 3 Insufficient cpu.') });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await eventually(() => api.list().length === 0, 'the pending pod to be deleted');
+
+    api.onCreate = { waiting: 'ImagePullBackOff', message: 'Back-off pulling image "agents:1"' };
+    await expect(env.supervisor.ensureAgent('coder')).rejects.toMatchObject({ kind: 'runtime_missing', message: expect.stringContaining('ImagePullBackOff: Back-off pulling image') });
+    await eventually(() => api.list().length === 0, 'the pending pod to be deleted');
+  });
+
+  it('a dropped exec stream is the agent lost: it restarts in the SAME pod, and its session is resumed there', async () => {
+    const stateFile = env.files.path('sessions.json');
+    env.supervisor = createSupervisor({ stateDir: false, restart: { initialDelayMs: 50, maxDelayMs: 100 }, agents: { coder: podSpec(['--load-session', '--state-file', stateFile]) } });
+    await env.supervisor.ensureAgent('coder');
+    const session = await env.supervisor.newSession('coder', { cwd: '/' });
+    expect(await session.prompt('before the drop')).toBe('end_turn');
+    const events = recordEvents(env.supervisor);
+    const [pod] = api.list('ai');
+    expect(api.dropExecs(pod!.metadata.name)).toBe(1);
+    await eventually(() => events.statuses.includes('coder:reconnecting→connected') || events.statuses.includes('coder:disconnected→connected'), 'the agent to come back', 15_000);
+    await waitForStatus(env.supervisor, 'coder', 'connected');
+    expect(api.list('ai').map((each) => each.metadata.name)).toEqual([pod!.metadata.name]); // the same pod, no other
+    expect(api.execCommands.filter((argv) => !argv.includes('agentvisor-signal'))).toHaveLength(2);
+    // As after any lost agent: the session failed its turn, and resume() loads it on the new connection.
+    expect(session.status).toBe('failed');
+    await session.resume();
+    expect(await session.prompt('after the drop')).toBe('end_turn');
+    events.off();
+  });
+
+  it('a deleted pod means a new pod, and the session is resumed in it', async () => {
+    const stateFile = env.files.path('sessions.json');
+    env.supervisor = createSupervisor({ stateDir: false, restart: { initialDelayMs: 50, maxDelayMs: 100 }, agents: { coder: podSpec(['--load-session', '--state-file', stateFile]) } });
+    await env.supervisor.ensureAgent('coder');
+    const session = await env.supervisor.newSession('coder', { cwd: '/' });
+    expect(await session.prompt('in the first pod')).toBe('end_turn');
+    const [first] = api.list('ai');
+    api.deletePod('ai', first!.metadata.name);
+    await eventually(() => api.list('ai').length === 1 && api.list('ai')[0]!.metadata.name !== first!.metadata.name, 'a new pod', 15_000);
+    await waitForStatus(env.supervisor, 'coder', 'connected', 15_000);
+    // As after any lost agent: the session failed its turn, and resume() loads it on the new connection.
+    expect(session.status).toBe('failed');
+    await session.resume();
+    expect(await session.prompt('in the second pod')).toBe('end_turn');
+  });
 });

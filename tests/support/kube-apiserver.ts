@@ -140,7 +140,7 @@ export class KubeApiStandIn {
   dropExecs(name?: string): number {
     let dropped = 0;
     for (const exec of this.execs) {
-      if (name !== undefined && exec.pod !== name) continue;
+      if (name !== undefined && exec.pod.slice(exec.pod.indexOf('/') + 1) !== name) continue;
       exec.socket.terminate();
       dropped++;
     }
