@@ -12,8 +12,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSupervisor, type AgentSpec } from '../../index.js';
-import { podLabels } from '../../services/runtimes/kubernetes-pod.runtime.js';
+import { hostname } from 'node:os';
+import { startTimeOf } from '../../services/containment/proc-table.js';
+import { hostLabel, podLabels, podManifest, type PodTemplateRuntime } from '../../services/runtimes/kubernetes-pod.runtime.js';
 import { KubeApiStandIn } from '../support/kube-apiserver.js';
+import { writeDeadOwnerRecord } from '../support/orphan-records.js';
 import { eventually, fixtureSpec, recordEvents, useRealAgentEnvironment, waitForStatus } from '../support/real-agents.js';
 
 const env = useRealAgentEnvironment();
@@ -197,5 +200,80 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     expect(session.status).toBe('failed');
     await session.resume();
     expect(await session.prompt('in the second pod')).toBe('end_turn');
+  });
+
+  it('Secrets stay secrets: env from a Secret reaches the agent by reference, in no argv, no record file, no store row, not in the pod spec', async () => {
+    const secret = `s3cr3t-${process.pid}-value`;
+    const secretToo = `an0ther-${process.pid}-value`;
+    api.addSecret('ai', 'agent-keys', { API_KEY: secret });
+    api.addSecret('ai', 'more-keys', { TOKEN: secretToo });
+    const stateDir = env.files.path('state');
+    const spec = podSpec([], { template: { env: [{ name: 'AGENT_API_KEY', secretKeyRef: { name: 'agent-keys', key: 'API_KEY' } }], envFrom: [{ secretRef: { name: 'more-keys' }, prefix: 'FROM_' }] } });
+    env.supervisor = createSupervisor({ stateDir, agents: { coder: spec } });
+    await env.supervisor.ensureAgent('coder');
+    const session = await env.supervisor.newSession('coder', { cwd: '/' });
+    expect(await session.prompt('with a key')).toBe('end_turn');
+    // The agent has them (the stand-in's "kubelet" resolved the references) ...
+    const environs = api.processes().map((pid) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0'));
+    expect(environs.some((variables) => variables.includes(`AGENT_API_KEY=${secret}`) && variables.includes(`FROM_TOKEN=${secretToo}`))).toBe(true);
+    // ... and nothing else does: no argv here or "in the pod", not the pod spec the API holds.
+    expect(argvsHolding(secret)).toEqual([]);
+    expect(argvsHolding(secretToo)).toEqual([]);
+    expect(JSON.stringify(api.list())).not.toContain(secret);
+    expect(api.list()[0]!.spec.containers[0]!.env).toEqual([{ name: 'AGENT_API_KEY', valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'API_KEY' } } }]);
+    const recordsWhileRunning = readdirSync(join(stateDir, 'processes')).map((name) => readFileSync(join(stateDir, 'processes', name), 'utf8'));
+    expect(recordsWhileRunning).toHaveLength(1); // the pod's record
+    expect(recordsWhileRunning.join('')).not.toContain(secret);
+    await env.supervisor.shutdown();
+    // No file of the state directory (the store, its journal, records) holds either value.
+    const files = execFileSync('find', [stateDir, '-type', 'f'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+    expect(files.length).toBeGreaterThan(0);
+    for (const file of files) {
+      const bytes = readFileSync(file);
+      expect(bytes.includes(secret), file).toBe(false);
+      expect(bytes.includes(secretToo), file).toBe(false);
+    }
+  });
+
+  it("a crashed supervisor's pods are swept at the next start: look-first lists and touches nothing; the sweep deletes them, never a live supervisor's", async () => {
+    const stateDir = env.files.path('state');
+    const kubeconfig = api.kubeconfig(env.files.dir);
+    const startTime = startTimeOf(process.pid)!;
+    const dead = `${process.pid}-${startTime + 1}`; // this pid with a start time it never had: a supervisor that is gone
+    const live = `${process.pid}-${startTime}`;
+    const runtime = podSpec().runtime as PodTemplateRuntime;
+    const make = async (token: string, supervisor: string) => {
+      const name = `agentvisor-coder-${token}`;
+      const body = podManifest(fixtureSpec(), runtime, { agent: 'coder', supervisorProcess: supervisor, supervisorInstance: `${hostname()}/${supervisor}`, host: hostLabel() }, { name, token });
+      const response = await fetch(`${api.url}/api/v1/namespaces/ai/pods`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(response.status).toBe(201);
+      return name;
+    };
+    const recorded = await make('aaaa', dead);
+    const unrecorded = await make('bbbb', dead); // made, then the crash came before its record was written
+    const others = await make('cccc', live);
+    writeDeadOwnerRecord(stateDir, 'coder', {
+      agent: 'coder',
+      command: 'kubernetes pod',
+      wrapper: { pid: 0, startTime: 0 },
+      agentProcess: null,
+      pgid: 0,
+      sid: 0,
+      remote: { kind: 'kubernetes-pod', namespace: 'ai', name: recorded, token: 'aaaa', kubeconfig, context: '' },
+    });
+    env.supervisor = createSupervisor({ stateDir, sweepOnStart: false, agents: {} });
+    const requestsBefore = api.requests.length;
+    const look = await env.supervisor.sweepOrphans({ dryRun: true });
+    expect(look.orphans).toEqual([expect.objectContaining({ agent: 'coder', pid: 0, pod: `ai/${recorded}`, running: false })]);
+    expect(look.killed).toEqual([]);
+    expect(api.requests.length).toBe(requestsBefore); // not even a list
+    expect(api.list('ai')).toHaveLength(3);
+
+    const swept = await env.supervisor.sweepOrphans();
+    expect(swept.killed.map((killed) => killed.pod).sort()).toEqual([`ai/${recorded}`, `ai/${unrecorded}`]);
+    expect(api.requests.find((request) => request.method === 'GET' && request.query.get('labelSelector'))?.query.get('labelSelector')).toBe(`app.kubernetes.io/managed-by=agentvisor,agentvisor.io/host=${hostLabel()}`);
+    expect(api.list('ai').map((pod) => pod.metadata.name)).toEqual([others]);
+    expect(readdirSync(join(stateDir, 'processes')).filter((name) => name.endsWith('.json'))).toEqual([]);
+    api.deletePod('ai', others);
   });
 });
