@@ -12,6 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSupervisor, type AgentSpec } from '../../index.js';
+import { request } from 'node:http';
 import { hostname } from 'node:os';
 import { startTimeOf } from '../../services/containment/proc-table.js';
 import { hostLabel, podLabels, podManifest, type PodTemplateRuntime } from '../../services/runtimes/kubernetes-pod.runtime.js';
@@ -31,9 +32,11 @@ afterEach(async () => {
   // What the test left running in a pod is a failure of the test, found here.
   const left = api.processes();
   const pods = api.list().map((pod) => pod.metadata.name);
+  const connections = api.connections();
   await api.close();
   expect(left, 'no process of any pod is left').toEqual([]);
   expect(pods, 'no pod is left').toEqual([]);
+  expect(connections, 'no connection to the API server is left (no watch, no exec stream, no idle socket)').toBe(0);
 });
 
 /** The fixture agent in a pod of the stand-in, from a template. */
@@ -245,8 +248,16 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     const make = async (token: string, supervisor: string) => {
       const name = `agentvisor-coder-${token}`;
       const body = podManifest(fixtureSpec(), runtime, { agent: 'coder', supervisorProcess: supervisor, supervisorInstance: `${hostname()}/${supervisor}`, host: hostLabel() }, { name, token });
-      const response = await fetch(`${api.url}/api/v1/namespaces/ai/pods`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      expect(response.status).toBe(201);
+      // One connection per request (no keep-alive pool of this test's own left open).
+      const status = await new Promise<number>((resolve, reject) => {
+        const sent = request(`${api.url}/api/v1/namespaces/ai/pods`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/json' } }, (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode ?? 0));
+        });
+        sent.on('error', reject);
+        sent.end(JSON.stringify(body));
+      });
+      expect(status).toBe(201);
       return name;
     };
     const recorded = await make('aaaa', dead);

@@ -152,6 +152,11 @@ export class KubeApiStandIn {
     return processesMarked(`${podMark}=`).filter((pid) => pid !== process.pid);
   }
 
+  /** How many client connections are open (HTTP keep-alive, watches, exec streams). */
+  connections(): number {
+    return this.sockets.size;
+  }
+
   /** How many exec streams are open. */
   openExecs(): number {
     return this.execs.size;
