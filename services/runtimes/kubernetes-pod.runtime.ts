@@ -210,12 +210,6 @@ export class KubernetesPods implements RuntimeConnector {
     return spec.runtime?.kind === 'kubernetes' && spec.runtime.template !== undefined;
   }
 
-  /** Whether `agent` has a pod now (tests, and `describe`). */
-  podOf(agent: string): { namespace: string; name: string } | null {
-    const pod = this.pods.get(agent);
-    return pod ? { namespace: pod.namespace, name: pod.name } : null;
-  }
-
   async open(agent: string, spec: AgentSpec, signal: AbortSignal): Promise<RuntimeTransport> {
     await this.deleting.get(agent); // a stop's deletion first: never two pods of one agent
     const attempt = this.openIn(agent, spec, signal);
