@@ -22,7 +22,8 @@ const layers = {
   core: { may: [], packages: ['zod'], types: ['xstate'] },
   util: { may: ['core'], types: ['xstate'] },
   machines: { may: ['core'], packages: ['xstate'] },
-  services: { may: ['core', 'util'], packages: ['execa', 'better-sqlite3', '@lydell/node-pty', '@xterm/headless'], builtins: true },
+  // @kubernetes/client-node and ws: the kubernetes runtime's pods (services/runtimes/kube-*.ts), loaded lazily.
+  services: { may: ['core', 'util'], packages: ['execa', 'better-sqlite3', '@lydell/node-pty', '@xterm/headless', '@kubernetes/client-node', 'ws'], builtins: true },
   actors: { may: ['core', 'util', 'machines', 'services'], packages: ['xstate'], builtins: true },
   runtime: { may: ['core', 'util', 'machines', 'actors', 'services'] },
   inspection: { may: ['core', 'util'], packages: [], types: ['xstate'] },

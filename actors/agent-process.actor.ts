@@ -9,15 +9,16 @@ import type { Readable, Writable } from 'node:stream';
 import { fromCallback } from 'xstate';
 import type { ClientConnection, InitializeResponse } from '../core/acp-types.js';
 import type { AgentSpec } from '../core/agent-spec.js';
-import { describeError } from '../core/errors.js';
+import { describeError, type AgentErrorKind } from '../core/errors.js';
 import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { AgentProcessInput, ProcessCommand, ProcessEvent } from '../machines/agent-events.js';
 import { openAcpConnection, type AcpClientOptions } from '../services/acp-client.service.js';
-import { spawnAgentProcess, type ProcessExit, type SupervisedProcess } from '../services/agent-process.service.js';
+import { spawnAgentProcess, transportAgentProcess, type ProcessExit, type SupervisedProcess } from '../services/agent-process.service.js';
 import type { AgentRecords } from '../services/agent-records.service.js';
 import type { ContainmentMechanism } from '../services/containment/containment.js';
 import { openPtyBridge } from '../services/pty/pty.bridge.js';
 import { spawnPtyProcess, type PtyProcess, type PtyScreen } from '../services/pty/pty.service.js';
+import type { RuntimeConnector, RuntimeTransport } from '../services/runtimes/runtime.js';
 import { runtimeCommandFor, type RuntimeCommand } from '../services/runtimes/runtimes.js';
 import { openStreamJsonBridge } from '../services/stream-json/stream-json.bridge.js';
 
@@ -66,6 +67,11 @@ export interface AgentProcessDependencies {
   pty?: PtyHost;
   /** The exits still under way (a container being removed after the machine stopped waiting): the next start waits for them. */
   exits?: ProcessExits;
+  /**
+   * A runtime that places the agent itself and supplies its streams (a pod made through the
+   * Kubernetes API): for a spec it handles, the process opens it instead of spawning.
+   */
+  connector?: RuntimeConnector | null;
 }
 
 /** How long a start waits for its agent's previous process to be gone, at most (its cleanup's own bound, and the reap's). */
@@ -150,7 +156,8 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
       });
       sendBack({ type: 'workspace.acquire' });
     }
-    if (!preparing && !previous) {
+    const connector = deps.connector?.handles(spec) ? deps.connector : null;
+    if (!preparing && !previous && !connector) {
       const running = runProcess(deps, input.agent, spec, report);
       receive((command) => running.command(command));
       return () => {
@@ -163,28 +170,60 @@ export function createAgentProcessActor(deps: AgentProcessDependencies) {
     // (docs/workspaces.md): nothing is spawned until both are done, and nothing at all when
     // the workspace cannot be made. A stop meanwhile ends the attempt once the git command in
     // flight has finished (it is never killed halfway through a worktree).
+    // And a runtime that places the agent itself (a pod): opened once the rest is ready. A
+    // stop meanwhile aborts it — a pod still Pending is not waited for.
     let running: RunningProcess | null = null;
     let stopAsked = false;
+    const opening = new AbortController();
+    const exitedUnspawned = () => report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
     const ready: Promise<string | undefined> = Promise.all([previous, preparing]).then(([, cwd]) => cwd ?? undefined);
     ready.then(
       (cwd) => {
         if (released) return;
-        if (stopAsked) return report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
-        running = runProcess(deps, input.agent, cwd === undefined ? spec : { ...spec, cwd }, report);
+        if (stopAsked) return exitedUnspawned();
+        const launched = cwd === undefined ? spec : { ...spec, cwd };
+        if (!connector) {
+          running = runProcess(deps, input.agent, launched, report);
+          return;
+        }
+        connector.open(input.agent, launched, opening.signal).then(
+          (transport) => {
+            if (released || stopAsked) {
+              // Started after all, but nobody waits for it: ended where it runs, and its stream dropped.
+              void transport.signalInside('SIGKILL').finally(() => transport.close());
+              if (!released) exitedUnspawned();
+              return;
+            }
+            running = runProcess(deps, input.agent, launched, report, transport);
+          },
+          (error: unknown) => {
+            if (released) return;
+            if (!opening.signal.aborted) {
+              const failure = error as { kind?: unknown; detail?: unknown };
+              const kind = typeof failure.kind === 'string' ? (failure.kind as AgentErrorKind) : 'spawn_failed';
+              report({ type: 'process.failed', kind, detail: typeof failure.detail === 'string' ? failure.detail : describeError(error), stderr: [] });
+            }
+            exitedUnspawned();
+          },
+        );
       },
       (error: unknown) => {
         report({ type: 'process.failed', kind: 'workspace_failed', detail: describeError(error), stderr: [] });
-        report({ type: 'process.exited', exitCode: null, signal: null, stderr: [], reason: 'exit' });
+        exitedUnspawned();
       },
     );
     receive((command) => {
       if (command.type === 'workspace.ready') return workspaceAnswer?.ready(command.path);
       if (command.type === 'workspace.failed') return workspaceAnswer?.failed(command.message);
       if (running) running.command(command);
-      else stopAsked = true;
+      else {
+        stopAsked = true;
+        opening.abort(new Error('stopped while its runtime was being prepared'));
+      }
     });
     return () => {
       released = true;
+      opening.abort(new Error('released while its runtime was being prepared'));
       running?.release();
     };
   });
@@ -226,7 +265,8 @@ interface Launched {
  * stream-json through an in-process ACP bridge; an interactive CLI in a PTY through another.
  * What follows — the handshake, the stop ladder, the reports — is the same for all.
  */
-function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec): Launched {
+function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec, transport?: RuntimeTransport): Launched {
+  if (transport) return launchOverTransport(deps, agent, transport);
   const acpOptions = deps.acpOptions?.(agent);
   if (spec.protocol === 'pty') return launchPty(deps, agent, spec);
   const streamJson = spec.protocol === 'stream-json' ? (deps.streamJsonSession?.(agent) ?? { sessionId: randomUUID(), resume: false }) : null;
@@ -258,6 +298,24 @@ function launch(deps: AgentProcessDependencies, agent: string, spec: AgentSpec):
       })
     : { input: proc.stdin, output: proc.stdout };
   return { proc, input: agentSide.input, output: agentSide.output, errorLines: () => proc.stderr.snapshot(), runtime };
+}
+
+/**
+ * An agent whose streams its runtime supplies (a pod's exec stream): ACP over them, the
+ * ladder's signals and the runtime's failures through the transport, as `runtime` says for a
+ * spawned one.
+ */
+function launchOverTransport(deps: AgentProcessDependencies, agent: string, transport: RuntimeTransport): Launched {
+  const onStderrLine = deps.onStderrLine;
+  const proc = transportAgentProcess(transport, { stderrLines: deps.stderrLines, onStderrLine: (line) => onStderrLine?.(agent, line) });
+  const runtime: RuntimeCommand = {
+    command: 'kubernetes-api',
+    args: [],
+    localContainment: false,
+    signalInside: (signal) => transport.signalInside(signal),
+    failureOf: (exit, stderr) => transport.failureOf(exit, stderr),
+  };
+  return { proc, input: proc.stdin, output: proc.stdout, errorLines: () => proc.stderr.snapshot(), runtime };
 }
 
 /** A CLI in a pseudo-terminal (docs/pty.md): the runtime's terminal renders it, the PTY bridge speaks ACP for it. */
@@ -307,9 +365,9 @@ function launchPty(deps: AgentProcessDependencies, agent: string, spec: AgentSpe
 }
 
 /** Spawns the agent, opens ACP and reports every step with `report`. */
-function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSpec, report: (event: ProcessEvent) => void): RunningProcess {
+function runProcess(deps: AgentProcessDependencies, agent: string, spec: AgentSpec, report: (event: ProcessEvent) => void, transport?: RuntimeTransport): RunningProcess {
   let released = false;
-  const launched = launch(deps, agent, spec);
+  const launched = launch(deps, agent, spec, transport);
   const { proc } = launched;
   const pid = proc.pid;
 

@@ -136,6 +136,12 @@ export const agentSpecSchema = z.strictObject({
   if (spec.runtime?.kind === 'docker' && (spec.runtime.container === undefined) === (spec.runtime.image === undefined)) {
     context.addIssue({ code: 'custom', path: ['runtime'], message: 'needs exactly one of container (docker exec) and image (docker run)' });
   }
+  if (spec.runtime?.kind === 'kubernetes' && (spec.runtime.pod === undefined) === (spec.runtime.template === undefined)) {
+    context.addIssue({ code: 'custom', path: ['runtime'], message: 'needs exactly one of pod (exec into a running pod) and template (a pod per agent, made through the API)' });
+  }
+  if (spec.runtime?.kind === 'kubernetes' && spec.runtime.template !== undefined && spec.protocol !== undefined && spec.protocol !== 'acp') {
+    context.addIssue({ code: 'custom', path: ['protocol'], message: `must be acp with a pod template: the agent speaks ACP over the API's exec stream (not ${spec.protocol})` });
+  }
   if (spec.pty !== undefined && spec.protocol !== 'pty') {
     context.addIssue({ code: 'custom', path: ['pty'], message: "is only for protocol 'pty'" });
   }

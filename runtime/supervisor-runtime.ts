@@ -27,7 +27,8 @@ import { sessionMachine } from '../machines/session.machine.js';
 import { workspaceMachine } from '../machines/workspace.machine.js';
 import { shutdownRefusal, supervisorMachine, type AgentCommandEvent, type OverloadPolicy } from '../machines/supervisor.machine.js';
 import { acpMethods, sessionRequestExtras } from '../services/acp-client.service.js';
-import { AgentRecords, recordSpawned, type SweepOptions, type SweepResult } from '../services/agent-records.service.js';
+import { AgentRecords, recordSpawned, supervisorInstance, type SweepOptions, type SweepResult } from '../services/agent-records.service.js';
+import { hostLabel, KubernetesPods } from '../services/runtimes/kubernetes-pod.runtime.js';
 import { servedCapabilities } from '../services/runtimes/runtimes.js';
 import type { Retention } from '../core/store.js';
 import { EventHub } from '../util/event-hub.js';
@@ -120,6 +121,8 @@ export class SupervisorRuntime {
   private sweeping: Promise<void> | null = null;
   /** Agent processes whose exit is still under way after their machine stopped waiting (a container being removed). */
   private readonly exits = new ProcessExits();
+  /** The pods made for agents through the Kubernetes API (docs/runtimes-kubernetes.md): one per agent, deleted when it stops for good. */
+  private readonly pods: KubernetesPods;
   private readonly writer: StoreWriter;
   private readonly journal: StoreJournal;
   /** Reads back what the store keeps, after the writes queued so far. */
@@ -238,6 +241,11 @@ export class SupervisorRuntime {
       queueMicrotask(() => this.events.emit('containment:degraded', { kind: mechanism?.kind ?? null, refused: [...refused] }));
     }
     this.records = settings.stateDir === false ? null : new AgentRecords(settings.stateDir);
+    const instance = supervisorInstance();
+    this.pods = new KubernetesPods({
+      records: this.records,
+      owner: { supervisorInstance: instance, supervisorProcess: instance.slice(instance.lastIndexOf('/') + 1), host: hostLabel() },
+    });
     if (settings.sweepOnStart) this.sweepOnStart();
     const handlerDeps = {
       capabilities: settings.sessions.capabilities,
@@ -256,6 +264,7 @@ export class SupervisorRuntime {
       containment: this.containment.mechanism,
       records: this.records,
       exits: this.exits,
+      connector: this.pods,
       onStderrLine: (agent, line) => {
         this.journal.stderr(agent, line);
         this.events.emit('agent:stderr', { agent, line });
@@ -344,6 +353,8 @@ export class SupervisorRuntime {
       this.statusSince.set(agent, this.now());
       this.journal.agentStatus(agent, status, previous);
       if (status === 'idle') this.streamJsonSessions.delete(agent);
+      // Stopped (or ended, no restart to come): its pod goes; a crash or a dropped stream keeps it for the restart.
+      if (status === 'idle' || status === 'exited') this.pods.release(agent);
     });
     this.actor.on('error', ({ agent, failure }) => this.journal.agentError(agent, failure));
     // Parked agents and the supervisor's escalation: to listeners and to the event log.
@@ -512,6 +523,7 @@ export class SupervisorRuntime {
         void terminals
           .then(workspaces)
           .then(() => this.exits.all())
+          .then(() => this.pods.settled())
           .then(() => this.ptyTerminals.dispose())
           .then(() => this.reader.close())
           .then(() => resolve());

@@ -14,7 +14,7 @@ import type { ContainedSpawn, Containment, ContainmentKind, ContainmentMechanism
 import { signalOfInitExit } from './containment/pid-namespace.containment.js';
 import { commandProblem, describeCommandProblem, type CommandProblem } from './executable.js';
 import { signalGroup, waitForGroupExit } from './process-group.service.js';
-import type { RuntimeCommand } from './runtimes/runtime.js';
+import type { RuntimeCommand, RuntimeTransport } from './runtimes/runtime.js';
 
 /** How a spawned process ended. */
 export interface ProcessExit {
@@ -206,6 +206,47 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
     signalGroup: (signal) => {
       // Once the leader has exited, its group is reaped above; its number may be reused soon after.
       if (pid !== undefined && running) signalGroup(pid, signal);
+    },
+  };
+}
+
+/**
+ * An agent whose streams its runtime supplies (runtime.ts `RuntimeTransport`: an exec into a
+ * pod over the Kubernetes API), as the process actor drives any agent process: no process of
+ * this host, so no containment and no record of its own (the runtime records what it made);
+ * the ladder's signals reach the agent's process group where it runs.
+ */
+export function transportAgentProcess(transport: RuntimeTransport, options: Pick<SpawnOptions, 'stderrLines' | 'onStderrLine'> = {}): AgentProcess {
+  const stderr = new StderrTail(options.stderrLines ?? 20, options.onStderrLine);
+  transport.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+  transport.stderr.on('error', () => {});
+  transport.stdout.on('error', () => {});
+  transport.stdin.on('error', () => {});
+  let running = true;
+  const exited = transport.exited.then(async (exit) => {
+    running = false;
+    // The last of stderr is in the stream already (it ended with the exec): one turn lets it be read.
+    await new Promise((resolve) => setImmediate(resolve));
+    transport.close();
+    stderr.flush();
+    return exit;
+  });
+  return {
+    pid: transport.pid,
+    agentPid: Promise.resolve(transport.pid),
+    containment: null,
+    stdin: transport.stdin,
+    stdout: transport.stdout,
+    stderr,
+    spawnFailure: Promise.resolve(null),
+    exited,
+    isRunning: () => running,
+    closeInput: () => transport.closeInput(),
+    signalGroup: (signal) => {
+      if (!running) return;
+      // The actor's last word (after the in-runtime SIGKILL, or on release): make sure, then drop the stream.
+      if (signal === 'SIGKILL') void transport.signalInside('SIGKILL').finally(() => transport.close());
+      else void transport.signalInside('SIGTERM');
     },
   };
 }

@@ -24,7 +24,7 @@ import { killTracked } from './containment/proc-tracking.containment.js';
 import { clockTicksPerSecond, readUptimeSeconds } from './containment/proc-usage.js';
 import { signalGroup } from './process-group.service.js';
 import { engineVariables, sweepContainer } from './runtimes/container.runtime.js';
-import type { RemoteLeftover } from './runtimes/runtime.js';
+import type { PodLeftover, RemoteLeftover } from './runtimes/runtime.js';
 
 /** What is kept of one live agent process. */
 export interface AgentRecord {
@@ -47,7 +47,11 @@ export interface AgentRecord {
   createdAt: string;
   /** A command the agent ran through `terminal/create` (absent: the agent's own process). */
   terminal?: true;
-  /** What the process started in its runtime that outlives it (a `docker run` container): removed by the sweep too. */
+  /**
+   * What the process started in its runtime that outlives it (a `docker run` container): removed
+   * by the sweep too. A `kubernetes-pod` record stands for a pod alone: no process of this host
+   * (its wrapper and group are 0 and never signalled).
+   */
   remote?: RemoteLeftover;
 }
 
@@ -64,6 +68,8 @@ export interface OrphanProcess {
   terminal?: true;
   /** The label token of a container it started (`docker run`): a sweep removes it; a dry run does not ask the engine whether it still runs. */
   container?: string;
+  /** A pod made for it through the Kubernetes API (`namespace/name`; its pid is 0: nothing of it runs here): a sweep deletes it; a dry run does not ask the API. */
+  pod?: string;
   /** Whether a recorded process still runs here; false: only its container may be left. */
   running: boolean;
   /** How it was contained (null: its process group only). */
@@ -83,7 +89,7 @@ export interface SweepResult {
    */
   orphans: OrphanProcess[];
   /** What was killed (none in a dry run); `terminal` marks a command an agent ran through `terminal/create`. */
-  killed: Array<{ agent: string; pid: number; command: string; terminal?: true; container?: string }>;
+  killed: Array<{ agent: string; pid: number; command: string; terminal?: true; container?: string; pod?: string }>;
   /**
    * Records left alone (`'owner alive'`, another host's), and those with nothing left to kill
    * (`'not running'`, `'pid reused'`: removed by a sweep, kept by a dry run), with why.
@@ -188,6 +194,45 @@ export class AgentRecords {
     };
   }
 
+  /**
+   * Writes the record of a pod made for `agent` through the Kubernetes API (no process here):
+   * written before the pod is created, removed once its deletion was accepted, so a crash
+   * anywhere between leaves it for the sweep.
+   */
+  createRemote(agent: string, pod: PodLeftover): RecordFile {
+    const owner = ownerIdentity();
+    const record: AgentRecord = {
+      version: 1,
+      agent,
+      command: 'kubernetes pod',
+      wrapper: { pid: 0, startTime: 0 },
+      agentProcess: null,
+      pgid: 0,
+      sid: 0,
+      containment: null,
+      handle: null,
+      owner,
+      host: hostname(),
+      createdAt: new Date().toISOString(),
+      remote: pod,
+    };
+    const path = join(this.dir, `${owner.pid}-${owner.startTime}-${agent.replace(/[^\w.-]/g, '_')}-pod-${pod.token}.json`);
+    try {
+      mkdirSync(this.dir, { recursive: true });
+      writeFileSync(`${path}.tmp`, JSON.stringify(record, null, 2), { mode: 0o600 });
+      renameSync(`${path}.tmp`, path);
+    } catch {
+      // Records are a safety net; the label sweep still finds the pod.
+    }
+    return {
+      update: () => {},
+      remove() {
+        rmSync(path, { force: true });
+        rmSync(`${path}.tmp`, { force: true });
+      },
+    };
+  }
+
   /** Every readable record, with its file. */
   read(): Array<{ path: string; record: AgentRecord }> {
     let names: string[];
@@ -263,6 +308,10 @@ async function runSweep(entries: Array<{ path: string; record: AgentRecord; stan
       result.skipped.push({ agent: record.agent, pid, reason: standing.reason, ...terminal });
       continue;
     }
+    if (record.remote?.kind === 'kubernetes-pod') {
+      await sweepPodRecord(result, path, record, record.remote, dryRun);
+      continue;
+    }
     const state = leftoverState(record);
     const remote = record.remote && validRemote(record.remote) ? record.remote : undefined;
     if (state === 'running' || remote) result.orphans.push(describeOrphan(record, state === 'running', remote));
@@ -274,7 +323,7 @@ async function runSweep(entries: Array<{ path: string; record: AgentRecord; stan
     try {
       const outcome = await killLeftovers(record);
       // A container its client started is removed whatever became of the client (here its pid is long gone).
-      const removal = remote ? await sweepContainer(remote) : 'absent';
+      const removal = remote?.kind === 'docker-container' ? await sweepContainer(remote) : 'absent';
       if (removal === 'failed') {
         // Kept: a later sweep tries again (the engine may be back).
         result.skipped.push({ agent: record.agent, pid, reason: `its container ${remote?.token ?? ''} could not be removed`, ...terminal });
@@ -289,6 +338,42 @@ async function runSweep(entries: Array<{ path: string; record: AgentRecord; stan
     rmSync(path, { force: true });
   }
   return result;
+}
+
+/**
+ * A dead owner's pod record: listed (a dry run asks nothing of the API), or its namespace swept
+ * of the pods this host's dead supervisors made (kubernetes-pod.runtime.ts `sweepPods`); kept
+ * when the API could not be reached, for a later sweep.
+ */
+async function sweepPodRecord(result: SweepResult, path: string, record: AgentRecord, pod: PodLeftover, dryRun: boolean): Promise<void> {
+  if (!validPod(pod)) {
+    result.skipped.push({ agent: record.agent, pid: 0, reason: 'not a pod record agentvisor writes' });
+    return;
+  }
+  const name = `${pod.namespace}/${pod.name}`;
+  result.orphans.push({ ...describeOrphan(record, false, undefined), pid: 0, startedAt: null, pod: name });
+  if (dryRun) return;
+  // Loaded here: the Kubernetes client is imported only when a pod is swept.
+  const { sweepPods } = await import('./runtimes/kubernetes-pod.runtime.js');
+  const swept = await sweepPods(pod);
+  if (swept.outcome === 'failed') {
+    result.skipped.push({ agent: record.agent, pid: 0, reason: `its pod ${name} could not be deleted: ${swept.detail ?? 'the API did not answer'}` });
+    return;
+  }
+  for (const deleted of swept.deleted) result.killed.push({ agent: deleted === name ? record.agent : `${record.agent} (unrecorded)`, pid: 0, command: record.command, pod: deleted });
+  if (!swept.deleted.includes(name) && !result.killed.some((killed) => killed.pod === name)) result.skipped.push({ agent: record.agent, pid: 0, reason: `its pod ${name} is gone already` });
+  rmSync(path, { force: true });
+}
+
+/** Whether a pod record is one agentvisor writes: names Kubernetes accepts, paths and a context as plain strings. */
+function validPod(pod: PodLeftover): boolean {
+  return (
+    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(pod.namespace) &&
+    /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(pod.name) &&
+    /^[a-f0-9]{1,64}$/.test(pod.token) &&
+    typeof pod.kubeconfig === 'string' &&
+    typeof pod.context === 'string'
+  );
 }
 
 /** One orphan as a sweep lists it. */
@@ -363,6 +448,7 @@ function leftoverState(record: AgentRecord): 'running' | 'pid reused' | 'not run
  * another label.
  */
 function validRemote(remote: RemoteLeftover): boolean {
+  if (remote.kind === 'kubernetes-pod') return validPod(remote);
   return (
     remote.kind === 'docker-container' &&
     remote.client === 'docker' &&

@@ -74,7 +74,7 @@ function renderListing(listing: Listing, stateDir: string): string {
 }
 
 function renderKill(result: OrphanSweepResult, style: ReturnType<typeof styleFor>): string {
-  const lines = result.killed.map((killed) => `killed pid ${killed.pid} (${killed.agent}${killed.terminal ? ', terminal' : ''}: ${killed.command}${killed.container ? `; container ${killed.container} removed` : ''})`);
+  const lines = result.killed.map((killed) => `killed pid ${killed.pid} (${killed.agent}${killed.terminal ? ', terminal' : ''}: ${killed.command}${killed.container ? `; container ${killed.container} removed` : ''}${killed.pod ? `; pod ${killed.pod} deleted` : ''})`);
   // Records of live supervisors and other hosts were never candidates: only what was a leftover is said.
   for (const skipped of result.skipped.filter((entry) => entry.reason !== 'owner alive' && !entry.reason.startsWith("another host's"))) {
     lines.push(style.dim(`pid ${skipped.pid} (${skipped.agent}): ${skipped.reason}${skipped.reason === 'not running' || skipped.reason === 'pid reused' ? ', its record removed' : ''}`));
@@ -92,7 +92,7 @@ function orphanColumns(now: number): Array<Column<OrphanProcess>> {
     { header: 'command', value: (orphan) => orphan.command, flexible: true },
     {
       header: 'what is left',
-      value: (orphan) => [orphan.running ? 'running' : 'its process is gone', orphan.container ? `container ${orphan.container}` : ''].filter(Boolean).join(', '),
+      value: (orphan) => [orphan.running ? 'running' : 'its process is gone', orphan.container ? `container ${orphan.container}` : '', orphan.pod ? `pod ${orphan.pod}` : ''].filter(Boolean).join(', '),
       flexible: true,
     },
   ];

@@ -126,7 +126,7 @@ function reportStartupOrphans(daemon: Daemon): void {
   process.stderr.write(`${style.yellow('orphans:')} ${count} left by a crashed supervisor, still running (orphans: 'report', nothing killed):\n`);
   for (const orphan of result.orphans) {
     const started = orphan.startedAt === null ? '' : `, started ${new Date(orphan.startedAt).toISOString()}`;
-    const container = orphan.container ? `, container ${orphan.container}` : '';
+    const container = `${orphan.container ? `, container ${orphan.container}` : ''}${orphan.pod ? `, pod ${orphan.pod}` : ''}`;
     process.stderr.write(`  pid ${orphan.pid}  ${orphan.agent}${orphan.terminal ? ' (terminal)' : ''}  ${orphan.command}${started}${container}\n`);
   }
   process.stderr.write(style.dim('kill them with `agentvisor orphans --kill`, or some with `agentvisor orphans --pid N`\n'));
@@ -134,7 +134,7 @@ function reportStartupOrphans(daemon: Daemon): void {
 
 /** `killed 2 leftovers of a crashed supervisor: pid 41822 (codex: codex-acp), ...`. */
 function killedLine(result: OrphanSweepResult): string {
-  const each = result.killed.map((killed) => `pid ${killed.pid} (${killed.agent}: ${killed.command}${killed.container ? `, container ${killed.container}` : ''})`);
+  const each = result.killed.map((killed) => `pid ${killed.pid} (${killed.agent}: ${killed.command}${killed.container ? `, container ${killed.container}` : ''}${killed.pod ? `, pod ${killed.pod}` : ''})`);
   return `killed ${result.killed.length} leftover${result.killed.length === 1 ? '' : 's'} of a crashed supervisor: ${each.join(', ')}`;
 }
 

@@ -13,7 +13,7 @@ import { execa } from 'execa';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import { invalidOptions, type AgentErrorKind } from '../../core/errors.js';
 import type { RuntimeSpec } from '../../core/runtime-spec.js';
-import { envDecodeScript, envPreamble, envSafeCommand, remotePidMarker, type RemoteLeftover, type RuntimeCommand } from './runtime.js';
+import { envDecodeScript, envPreamble, envSafeCommand, remotePidMarker, type DockerLeftover, type RuntimeCommand } from './runtime.js';
 
 export type DockerRuntime = Extract<RuntimeSpec, { kind: 'docker' }>;
 export type KubernetesRuntime = Extract<RuntimeSpec, { kind: 'kubernetes' }>;
@@ -108,8 +108,8 @@ export const signalTimeoutMs = 5_000;
 export const removeTimeoutMs = 10_000;
 
 /** The supervisor's own defaults (api/options.ts), for a spec that sets no ladder timing. */
-const defaultShutdownTimeoutMs = 5_000;
-const defaultKillTimeoutMs = 2_000;
+export const defaultShutdownTimeoutMs = 5_000;
+export const defaultKillTimeoutMs = 2_000;
 
 /**
  * The wrapper's argv around the agent's: its grace periods are one second longer than the
@@ -150,7 +150,7 @@ export function dockerCommand(
   let target: string;
   let args: string[];
   /** The container `run` started (its label token), for removal; null with `exec` (not ours to remove). */
-  let started: RemoteLeftover | null = null;
+  let started: DockerLeftover | null = null;
   if (runtime.container !== undefined) {
     target = runtime.container;
     args = ['exec', '-i', ...env, ...workdir, '--', runtime.container, ...wrapper];
@@ -189,8 +189,8 @@ export const engineVariables = ['DOCKER_HOST', 'DOCKER_CONTEXT', 'DOCKER_CONFIG'
  * so that a sweep by a later process reaches the same engine the same way; one the client
  * did not have is recorded empty, so the sweeping process's own value is not used instead.
  */
-function engineOf(specEnv: Readonly<Record<string, string>> | undefined): RemoteLeftover['engine'] {
-  const engine: RemoteLeftover['engine'] = {};
+function engineOf(specEnv: Readonly<Record<string, string>> | undefined): DockerLeftover['engine'] {
+  const engine: DockerLeftover['engine'] = {};
   for (const name of engineVariables) engine[name] = specEnv?.[name] ?? process.env[name] ?? '';
   return engine;
 }
@@ -202,7 +202,7 @@ function engineOf(specEnv: Readonly<Record<string, string>> | undefined): Remote
  * the token), or `'failed'` (the engine did not answer, or refused). `clientEnv`: the agent's
  * client's own env (the live removal); the sweep has only the recorded engine settings.
  */
-export async function sweepContainer(leftover: RemoteLeftover, clientEnv?: Readonly<Record<string, string>>): Promise<'removed' | 'absent' | 'failed'> {
+export async function sweepContainer(leftover: DockerLeftover, clientEnv?: Readonly<Record<string, string>>): Promise<'removed' | 'absent' | 'failed'> {
   const env: Record<string, string | undefined> = { ...process.env, ...clientEnv, ...leftover.engine };
   for (const [name, value] of Object.entries(env)) if (value === '') delete env[name]; // recorded as not set
   const run = (args: string[]) =>
@@ -225,6 +225,8 @@ export async function sweepContainer(leftover: RemoteLeftover, clientEnv?: Reado
  * never.
  */
 export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, options: { kubectl?: string } = {}): ContainerRuntimeCommand {
+  // A template's pod is made through the API (kubernetes-pod.runtime.ts), never by kubectl.
+  if (runtime.pod === undefined) throw invalidOptions('A kubernetes runtime without a pod is made from its template through the API, not with kubectl');
   const kubectl = options.kubectl ?? 'kubectl';
   const global = [
     ...(runtime.kubeconfig !== undefined ? ['--kubeconfig', runtime.kubeconfig] : []),
@@ -233,13 +235,9 @@ export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, o
   // A pod named like an option ("-x", never valid in Kubernetes) is named as pod/-x: never read as a flag.
   const pod = runtime.pod.startsWith('-') ? `pod/${runtime.pod}` : runtime.pod;
   const where = [...(runtime.namespace !== undefined ? ['-n', runtime.namespace] : []), pod, ...(runtime.container !== undefined ? ['-c', runtime.container] : [])];
-  // Without a cwd shim, env runs the command itself.
-  const agentArgv = [...(spec.cwd === undefined ? envSafeCommand(spec.command) : [spec.command]), ...(spec.args ?? [])];
-  // CDPATH (the agent's, set by env before this shim runs) would make cd print the directory onto the agent's stdout.
-  const cd = spec.cwd !== undefined ? ['/bin/sh', '-c', 'CDPATH= cd -- "$1" && shift && exec "$@"', 'agentvisor-cwd', spec.cwd] : [];
   return containerCommand({
     command: kubectl,
-    args: [...global, 'exec', '-i', ...where, '--', ...wrapperArgv(spec, [...cd, ...agentArgv], true)],
+    args: [...global, 'exec', '-i', ...where, '--', ...podAgentArgv(spec)],
     stdinPreamble: envPreamble(spec.env ?? {}),
     signalArgs: (signal, pgid) => {
       const timeout = ['--request-timeout', `${signalTimeoutMs / 1000}s`];
@@ -247,6 +245,19 @@ export function kubernetesCommand(spec: AgentSpec, runtime: KubernetesRuntime, o
     },
     failureOf: kubernetesFailure,
   });
+}
+
+/**
+ * What an exec into a pod runs for the agent (kubectl's, and the API's exec stream's): the
+ * wrapper, reading the agent's env from the first line of stdin, around the agent's command,
+ * in the spec's cwd (a path in the pod).
+ */
+export function podAgentArgv(spec: AgentSpec): string[] {
+  // Without a cwd shim, env runs the command itself.
+  const agentArgv = [...(spec.cwd === undefined ? envSafeCommand(spec.command) : [spec.command]), ...(spec.args ?? [])];
+  // CDPATH (the agent's, set by env before this shim runs) would make cd print the directory onto the agent's stdout.
+  const cd = spec.cwd !== undefined ? ['/bin/sh', '-c', 'CDPATH= cd -- "$1" && shift && exec "$@"', 'agentvisor-cwd', spec.cwd] : [];
+  return wrapperArgv(spec, [...cd, ...agentArgv], true);
 }
 
 interface ContainerParts {
@@ -257,7 +268,7 @@ interface ContainerParts {
   signalArgs(signal: 'TERM' | 'KILL', pgid: string): string[];
   failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): { kind: AgentErrorKind; detail: string } | null;
   /** The container this command starts (docker run): in the process record, and removed by `cleanup`. */
-  leftover?: RemoteLeftover;
+  leftover?: DockerLeftover;
 }
 
 /**
@@ -328,7 +339,7 @@ function nameIn(runArgs: readonly string[]): string | null {
 type Failure = { kind: AgentErrorKind; detail: string } | null;
 
 /** The wrapper's own failures, in any container. */
-function wrapperFailure(exit: { exitCode: number | null }, stderr: readonly string[], where: string): Failure {
+export function wrapperFailure(exit: { exitCode: number | null }, stderr: readonly string[], where: string): Failure {
   for (const line of stderr) {
     if (line.startsWith('agentvisor-wrapper: setsid not found')) {
       return { kind: 'runtime_missing', detail: `${where} has no setsid (util-linux or busybox): ${line}` };

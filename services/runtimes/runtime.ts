@@ -4,6 +4,8 @@
  * signals reach it there, and how a failure of the runtime itself (an unreachable host, a
  * refused login, a changed host key, a missing container) is told apart from the agent's.
  */
+import type { Readable, Writable } from 'node:stream';
+import type { AgentSpec } from '../../core/agent-spec.js';
 import type { AgentErrorKind } from '../../core/errors.js';
 
 /**
@@ -40,7 +42,7 @@ export interface RuntimeCommand {
    * process is gone (a container `docker run` started): written into the process record,
    * so the orphan sweep removes it after a host crash.
    */
-  leftover?: RemoteLeftover;
+  leftover?: DockerLeftover;
   /**
    * Runs once the local process is gone, before its exit is reported (and its record
    * removed): removes what it left in the runtime. Bounded; never rejects. False: something
@@ -49,8 +51,11 @@ export interface RuntimeCommand {
   cleanup?(exit: { exitCode: number | null; signal: string | null }): Promise<boolean>;
 }
 
+/** What outlives this host's process unless removed: a `docker run` container, or a pod made through the Kubernetes API. */
+export type RemoteLeftover = DockerLeftover | PodLeftover;
+
 /** A container that outlives its local client unless removed (container.runtime.ts `sweepContainer`). No secret: addresses only. */
-export interface RemoteLeftover {
+export interface DockerLeftover {
   kind: 'docker-container';
   /** The client that started it (`docker`, or the path it was given). */
   client: string;
@@ -58,6 +63,66 @@ export interface RemoteLeftover {
   token: string;
   /** Which engine, and how: DOCKER_HOST, DOCKER_CONTEXT, DOCKER_CONFIG, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY as the client had them ('' = not set). */
   engine: Record<string, string>;
+}
+
+/**
+ * A pod the supervisor made for an agent (kubernetes-pod.runtime.ts `sweepPods`): where it
+ * is, and how the cluster is reached (paths and names only, never a credential).
+ */
+export interface PodLeftover {
+  kind: 'kubernetes-pod';
+  namespace: string;
+  name: string;
+  /** The value of its `agentvisor.io/pod` label. */
+  token: string;
+  /** The kubeconfig file and context the agent's spec named ('' = the default one). */
+  kubeconfig: string;
+  context: string;
+}
+
+/** A failure of the runtime itself, typed: what a start that never got to the agent reports. */
+export interface RuntimeFailure {
+  kind: AgentErrorKind;
+  detail: string;
+}
+
+/**
+ * An agent whose byte streams the runtime supplies itself: no process on this host (the
+ * Kubernetes API's exec stream, kubernetes-pod.runtime.ts). The process actor drives it as
+ * it drives a spawned process: ACP over `stdin`/`stdout`, the stop ladder's rungs as methods.
+ */
+export interface RuntimeTransport {
+  /** The agent's process group where it runs (the wrapper's marker): what the reports and the in-runtime kill name. */
+  readonly pid: number;
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  /** The agent's stderr (the wrapper's marker already taken out). */
+  readonly stderr: Readable;
+  /** Settles once the agent's stream has ended: its exit status, or nulls when the stream dropped (the agent lost). Never rejects. */
+  readonly exited: Promise<{ exitCode: number | null; signal: string | null }>;
+  /** The ladder's first rung: stdin EOF where the stream can carry it; else straight to the in-runtime SIGTERM. */
+  closeInput(): void;
+  /** Delivers a ladder signal to the agent's process group where it runs. Bounded; never rejects. */
+  signalInside(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Drops the stream from this end (after a SIGKILL, or when the actor is released). */
+  close(): void;
+  /** A failure of the runtime itself, from how the stream ended before the agent answered; null: the agent's own. */
+  failureOf(exit: { exitCode: number | null; signal: string | null }, stderr: readonly string[]): RuntimeFailure | null;
+}
+
+/**
+ * A runtime that places the agent itself before it runs (a pod through the Kubernetes API),
+ * and hands the process actor the agent's streams instead of a command to spawn.
+ */
+export interface RuntimeConnector {
+  /** Whether this connector runs agents of `spec`. */
+  handles(spec: AgentSpec): boolean;
+  /**
+   * Makes (or reuses) the agent's place and starts the agent there. Rejects with a
+   * {@link RuntimeFailure}-shaped error (`kind`, `detail`), or with `signal`'s reason once
+   * it fires (then nothing is left started).
+   */
+  open(agent: string, spec: AgentSpec, signal: AbortSignal): Promise<RuntimeTransport>;
 }
 
 /** The bytes an encoded name or value keeps as they are; every other byte is written `\0ooo`. */

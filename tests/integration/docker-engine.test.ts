@@ -19,6 +19,7 @@ import { openAcpConnection } from '../../services/acp-client.service.js';
 import { spawnAgentProcess, type AgentProcess } from '../../services/agent-process.service.js';
 import type { AgentRecord } from '../../services/agent-records.service.js';
 import { containerLabels, dockerCommand, sweepContainer } from '../../services/runtimes/container.runtime.js';
+import type { DockerLeftover } from '../../services/runtimes/runtime.js';
 import { checkout, startContainerEngine, type ContainerEngine } from '../support/container-engine.js';
 import {
   agentState,
@@ -315,7 +316,7 @@ describe.skipIf(!engine)(`the docker runtime on a real engine${engine ? ` (${eng
     // A container that took the same name later, without the token's label, is not the record's: never removed.
     const sameName = engine.docker(['run', '-d', '--name', left!.name, '--label', engine.ownLabel, ...runRuntime().runArgs, engine.image, 'sleep', '100000']);
     expect(sameName.status, sameName.stderr).toBe(0);
-    expect(await sweepContainer(record.remote!)).toBe('absent');
+    expect(await sweepContainer(record.remote as DockerLeftover)).toBe('absent');
     expect(engine.docker(['inspect', '--format', '{{.State.Running}}', left!.name]).stdout.trim()).toBe('true');
   });
 

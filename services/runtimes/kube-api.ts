@@ -1,0 +1,117 @@
+/**
+ * The Kubernetes API as the `kubernetes` runtime's pods need it (docs/runtimes-kubernetes.md):
+ * `@kubernetes/client-node`, loaded only when a pod is made or swept (importing it costs most
+ * of a second, which no other command and no other agent pays), a cluster from a kubeconfig
+ * and a context, and the API's failures as the runtime kinds of core/errors.ts.
+ */
+import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { RuntimeFailure } from './runtime.js';
+
+type ClientModule = typeof import('@kubernetes/client-node');
+
+let loading: Promise<ClientModule> | null = null;
+
+/** The client library, imported on first use. */
+export function kubeClientModule(): Promise<ClientModule> {
+  return (loading ??= import('@kubernetes/client-node'));
+}
+
+/** How a cluster is reached: the spec's kubeconfig file and context ('' or absent: the defaults, KUBECONFIG or ~/.kube/config or in-cluster). */
+export interface ClusterAddress {
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+}
+
+/** A reachable cluster: its configuration (credentials included: never recorded) and the core API. */
+export interface Cluster {
+  config: KubeConfig;
+  core: CoreV1Api;
+  client: ClientModule;
+}
+
+/** The error a runtime failure rejects with: an Error carrying the kind. */
+export class RuntimeFailureError extends Error implements RuntimeFailure {
+  constructor(
+    readonly kind: RuntimeFailure['kind'],
+    readonly detail: string,
+  ) {
+    super(detail);
+    this.name = 'RuntimeFailureError';
+  }
+}
+
+/** Loads the cluster an address names; rejects `runtime_missing` for a kubeconfig or context that is not there. */
+export async function openCluster(address: ClusterAddress): Promise<Cluster> {
+  const client = await kubeClientModule();
+  const config = new client.KubeConfig();
+  try {
+    if (address.kubeconfig) config.loadFromFile(address.kubeconfig);
+    else config.loadFromDefault();
+    if (address.context) config.setCurrentContext(address.context);
+  } catch (error) {
+    throw new RuntimeFailureError('runtime_missing', `the kubeconfig cannot be used: ${messageOf(error)}`);
+  }
+  if (address.context && config.getContextObject(address.context) === null) {
+    throw new RuntimeFailureError('runtime_missing', `context ${address.context} does not exist in the kubeconfig`);
+  }
+  if (!config.getCurrentCluster()) throw new RuntimeFailureError('runtime_missing', 'the kubeconfig names no cluster for its current context');
+  return { config, core: config.makeApiClient(client.CoreV1Api), client };
+}
+
+/** Network failures: the API server cannot be reached (as opposed to refusing). */
+const unreachableCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EAI_AGAIN', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The HTTP status of an API error, if it carries one (ApiException's `code`, Watch's `statusCode`). */
+export function statusOf(error: unknown): number | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const { code, statusCode } = error as { code?: unknown; statusCode?: unknown };
+  if (typeof code === 'number') return code;
+  if (typeof statusCode === 'number') return statusCode;
+  return null;
+}
+
+/**
+ * An API call's failure as a runtime failure: 401/403 `runtime_auth_failed` (never retried by
+ * itself), a network failure or a 5xx `runtime_unreachable` (retried with the backoff), a
+ * missing namespace or a refused pod `runtime_missing`. `what` says what was being done.
+ */
+export function apiFailure(error: unknown, what: string): RuntimeFailureError {
+  if (error instanceof RuntimeFailureError) return error;
+  const status = statusOf(error);
+  const message = apiMessage(error);
+  if (status === 401) return new RuntimeFailureError('runtime_auth_failed', `${what}: the API server refused the credentials (401 Unauthorized)${message ? `: ${message}` : ''}`);
+  if (status === 403) return new RuntimeFailureError('runtime_auth_failed', `${what}: forbidden (403)${message ? `: ${message}` : ''}`);
+  if (status !== null && status >= 500) return new RuntimeFailureError('runtime_unreachable', `${what}: the API server answered ${status}${message ? `: ${message}` : ''}`);
+  if (status !== null) return new RuntimeFailureError('runtime_missing', `${what}: the API server answered ${status}${message ? `: ${message}` : ''}`);
+  if (networkCode(error) !== null) return new RuntimeFailureError('runtime_unreachable', `${what}: the API server cannot be reached: ${messageOf(error)}`);
+  return new RuntimeFailureError('runtime_unreachable', `${what}: ${messageOf(error)}`);
+}
+
+/** The network error code somewhere in an error's causes, if any. */
+function networkCode(error: unknown): string | null {
+  for (let cause = error, depth = 0; cause && typeof cause === 'object' && depth < 5; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const code = (cause as { code?: unknown; errno?: unknown }).code;
+    if (typeof code === 'string' && unreachableCodes.has(code)) return code;
+  }
+  const text = messageOf(error);
+  return [...unreachableCodes].find((code) => text.includes(code)) ?? null;
+}
+
+/** The Status message an API error carries (`pods is forbidden: …`), else ''. */
+function apiMessage(error: unknown): string {
+  const body = (error as { body?: unknown }).body;
+  if (typeof body === 'string') {
+    try {
+      const parsed = JSON.parse(body) as { message?: unknown };
+      return typeof parsed.message === 'string' ? parsed.message : '';
+    } catch {
+      return '';
+    }
+  }
+  if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') return (body as { message: string }).message;
+  return '';
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,130 @@
+/**
+ * The `kubernetes` runtime's pod template at the edges that need no server: the spec's
+ * validation (exactly one of pod and template, the template's own fields) and the pod
+ * manifest built from it, and how a pod's status is read (why it is Pending, whether it is gone).
+ */
+import { describe, expect, it } from 'vitest';
+import { validateAgentSpec, type AgentSpec } from '../../core/agent-spec.js';
+import { graceSeconds, keepaliveCommand, labelValue, newPodName, pendingReason, podLabels, podManifest, podStanding, type PodTemplateRuntime } from '../../services/runtimes/kubernetes-pod.runtime.js';
+
+const owner = { agent: 'coder', supervisorProcess: '4242-123456', supervisorInstance: 'build-1/4242-123456', host: 'build-1' };
+
+function spec(runtime: Record<string, unknown>, extra: Record<string, unknown> = {}): unknown {
+  return { command: 'codex-acp', runtime: { kind: 'kubernetes', ...runtime }, ...extra };
+}
+
+describe('kubernetes runtime spec', () => {
+  it('takes a pod or a template, exactly one of them: invalid_options otherwise', () => {
+    expect(() => validateAgentSpec('a', spec({ pod: 'agents-0' }))).not.toThrow();
+    expect(() => validateAgentSpec('a', spec({ template: { image: 'agents:1' } }))).not.toThrow();
+    for (const runtime of [{}, { pod: 'agents-0', template: { image: 'agents:1' } }]) {
+      expect(() => validateAgentSpec('a', spec(runtime))).toThrow(expect.objectContaining({ kind: 'invalid_options', message: expect.stringContaining('exactly one of pod') }));
+    }
+  });
+
+  it('checks the template: an image, Secret references only, quantities, label values, one source per volume, ACP only', () => {
+    const invalid = (template: Record<string, unknown>, extra: Record<string, unknown> = {}) => () => validateAgentSpec('a', spec({ template: { image: 'agents:1', ...template } }, extra));
+    expect(invalid({ image: '' })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    // A plain value in the pod would be readable by anyone who reads pods: only references.
+    expect(invalid({ env: [{ name: 'API_KEY', value: 'x' }] })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    expect(invalid({ env: [{ name: 'API_KEY', secretKeyRef: { name: 'Keys!', key: 'k' } }] })).toThrow(expect.objectContaining({ message: expect.stringContaining('DNS-1123') }));
+    expect(invalid({ resources: { limits: { cpu: 'lots' } } })).toThrow(expect.objectContaining({ message: expect.stringContaining('quantity') }));
+    expect(invalid({ nodeSelector: { pool: 'x'.repeat(64) } })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    expect(invalid({ volumes: [{ name: 'work', mountPath: '/work' }] })).toThrow(expect.objectContaining({ message: expect.stringContaining('exactly one source') }));
+    expect(invalid({ volumes: [{ name: 'work', mountPath: 'work', emptyDir: {} }] })).toThrow(expect.objectContaining({ message: expect.stringContaining('absolute') }));
+    expect(invalid({ pendingTimeoutMs: 10 })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    expect(invalid({ unknownField: 1 })).toThrow(expect.objectContaining({ kind: 'invalid_options' }));
+    expect(invalid({}, { protocol: 'stream-json' })).toThrow(expect.objectContaining({ message: expect.stringContaining('must be acp') }));
+    expect(invalid({
+      env: [{ name: 'API_KEY', secretKeyRef: { name: 'agent-keys', key: 'api-key' } }],
+      envFrom: [{ secretRef: { name: 'more' }, prefix: 'X_' }],
+      resources: { requests: { cpu: '500m', memory: '1Gi' }, limits: { memory: '2Gi' } },
+      serviceAccountName: 'agentvisor',
+      nodeSelector: { 'kubernetes.io/arch': 'amd64' },
+      tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'agents', effect: 'NoSchedule' }],
+      volumes: [{ name: 'work', mountPath: '/work', persistentVolumeClaim: { claimName: 'work' } }],
+    })).not.toThrow();
+  });
+});
+
+describe('the pod manifest', () => {
+  const template = {
+    image: 'ghcr.io/acme/agents:1',
+    env: [{ name: 'API_KEY', secretKeyRef: { name: 'agent-keys', key: 'api-key' } }],
+    envFrom: [{ secretRef: { name: 'more' }, prefix: 'X_' }],
+    resources: { requests: { cpu: '500m' }, limits: { memory: '2Gi' } },
+    serviceAccountName: 'agentvisor',
+    nodeSelector: { pool: 'agents' },
+    tolerations: [{ key: 'dedicated', operator: 'Equal' as const, value: 'agents', effect: 'NoSchedule' as const }],
+    volumes: [{ name: 'work', mountPath: '/work', readOnly: false, emptyDir: { sizeLimit: '1Gi' } }],
+    labels: { team: 'ai', [podLabels.pod]: 'forged' },
+  };
+  const runtime: PodTemplateRuntime = { kind: 'kubernetes', namespace: 'ai', template };
+  const agentSpec: AgentSpec = { command: 'codex-acp', env: { OPENAI_API_KEY: 'sk-never-in-the-pod' }, cwd: '/work', shutdownTimeoutMs: 4_000, killTimeoutMs: 1_500 };
+  const manifest = podManifest(agentSpec, runtime, owner, { name: 'agentvisor-coder-abc', token: 'abc' });
+
+  it("labels it with the supervisor's id, the agent's name and its token; the template's labels cannot replace them", () => {
+    expect(manifest.metadata).toEqual({
+      name: 'agentvisor-coder-abc',
+      namespace: 'ai',
+      labels: { team: 'ai', [podLabels.managedBy]: 'agentvisor', [podLabels.host]: 'build-1', [podLabels.supervisor]: '4242-123456', [podLabels.agent]: 'coder', [podLabels.pod]: 'abc' },
+      annotations: { [podLabels.agent]: 'coder', [podLabels.supervisor]: 'build-1/4242-123456' },
+    });
+  });
+
+  it('places and limits it as the template says, runs the keepalive, lets the supervisor restart the agent, takes env from Secrets by reference', () => {
+    expect(manifest.spec).toEqual({
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 6,
+      serviceAccountName: 'agentvisor',
+      nodeSelector: { pool: 'agents' },
+      tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'agents', effect: 'NoSchedule' }],
+      volumes: [{ name: 'work', emptyDir: { sizeLimit: '1Gi' } }],
+      containers: [
+        {
+          name: 'agent',
+          image: 'ghcr.io/acme/agents:1',
+          command: keepaliveCommand,
+          env: [{ name: 'API_KEY', valueFrom: { secretKeyRef: { name: 'agent-keys', key: 'api-key' } } }],
+          envFrom: [{ secretRef: { name: 'more' }, prefix: 'X_' }],
+          resources: { requests: { cpu: '500m' }, limits: { memory: '2Gi' } },
+          volumeMounts: [{ name: 'work', mountPath: '/work', readOnly: false }],
+          workingDir: '/work',
+        },
+      ],
+    });
+    // The spec's own env travels on the exec's stdin, never in the pod.
+    expect(JSON.stringify(manifest)).not.toContain('sk-never-in-the-pod');
+  });
+
+  it('grace from the ladder, names within the limits', () => {
+    expect(graceSeconds({})).toBe(7); // the supervisor's defaults: 5 s + 2 s
+    expect(graceSeconds({ shutdownTimeoutMs: 100, killTimeoutMs: 100 })).toBe(1);
+    const { name, token } = newPodName(`Coder_${'x'.repeat(100)}`);
+    expect(name).toMatch(/^agentvisor-coder-x+-[0-9a-f]{10}$/);
+    expect(name.length).toBeLessThanOrEqual(63);
+    expect(name.endsWith(token)).toBe(true);
+    expect(labelValue('coder')).toBe('coder');
+    expect(labelValue('my agent/1')).toMatch(/^my-agent-1-[0-9a-f]{10}$/);
+    expect(labelValue('x'.repeat(80)).length).toBeLessThanOrEqual(63);
+  });
+});
+
+describe("a pod's status", () => {
+  it('says why it is Pending: a container waiting reason first, then the scheduling condition', () => {
+    expect(pendingReason({ status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available' }] } })).toBe('Unschedulable: 0/3 nodes are available');
+    expect(pendingReason({ status: { phase: 'Pending', containerStatuses: [{ name: 'agent', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ErrImagePull', message: 'not found' } } }] } })).toBe('ErrImagePull: not found');
+    expect(pendingReason({ status: { phase: 'Pending', containerStatuses: [{ name: 'agent', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } }] } })).toBeNull();
+    expect(pendingReason({ status: { phase: 'Pending' } })).toBeNull();
+  });
+
+  it('a deleted, failed, ended or node-lost pod is gone (a new one is made); Running runs; the rest is still to come', () => {
+    expect(podStanding(null)).toBe('gone');
+    expect(podStanding({ metadata: { deletionTimestamp: new Date() }, status: { phase: 'Running' } })).toBe('gone');
+    for (const phase of ['Failed', 'Succeeded', 'Unknown']) expect(podStanding({ status: { phase } })).toBe('gone');
+    expect(podStanding({ status: { phase: 'Running', reason: 'NodeLost' } })).toBe('gone');
+    expect(podStanding({ status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'Unknown' }] } })).toBe('gone');
+    expect(podStanding({ status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } })).toBe('running');
+    expect(podStanding({ status: { phase: 'Pending' } })).toBe('pending');
+  });
+});
