@@ -209,8 +209,9 @@ export function ndJsonTransport<M extends object>(output: Writable, input: Reada
       }
       if (start < chunk.length) {
         const tail = chunk.subarray(start);
-        // A CR may end the tail: the line's length is only known once its LF comes.
-        if (lineTooLong(partialBytes + tail.length - 1)) throw new MessageTooLargeError(maxMessageBytes);
+        // A CR ending the tail may be the line's ending (its LF in the next chunk): not counted, as the SDK's LineBuffer has it.
+        const endingCarriageReturn = tail[tail.length - 1] === carriageReturn ? 1 : 0;
+        if (lineTooLong(partialBytes + tail.length - endingCarriageReturn)) throw new MessageTooLargeError(maxMessageBytes);
         partial.push(tail);
         partialBytes += tail.length;
       }
