@@ -173,7 +173,8 @@ export function ndJsonTransport<M extends object>(output: Writable, input: Reada
     if (Array.isArray(value)) return answer({ kind: 'batch' });
     if (value === null || typeof value !== 'object') return answer({ kind: 'not-object', value });
     const kept = options.accept(value as WireMessage);
-    if (kept === null) return;
+    // A reader cancelled by accept itself reads nothing more, this message included.
+    if (kept === null || cancelled) return;
     queue.push(kept);
   };
   const answer = (line: UnreadableLine) => {
