@@ -231,7 +231,13 @@ export function ndJsonTransport<M extends object>(output: Writable, input: Reada
       partial = [];
       partialBytes = 0;
       if (line[line.length - 1] === carriageReturn) line = line.subarray(0, -1);
-      handleLine(line.toString('utf8'));
+      // As in onData: a throw of accept's fails the stream (here it would escape the 'end' event).
+      try {
+        handleLine(line.toString('utf8'));
+      } catch (error) {
+        fail(error);
+        return;
+      }
     }
     ended = true;
     detach();
