@@ -98,6 +98,8 @@ export function ndJsonTransport<M extends object>(output: Writable, input: Reada
         output.off('drain', done);
         output.off('close', done);
         if (writeFailure) reject(writeFailure);
+        // Closed without finishing (destroyed): what was waiting may never have reached the pipe.
+        else if (output.destroyed && !output.writableFinished) reject(output.errored ?? new Error('The agent\'s stdin is closed'));
         else resolve();
       };
       output.on('drain', done);
