@@ -12,7 +12,9 @@
  * - **Writes** are corked for the rest of the current tick: the messages sent together (the
  *   next prompts of 16 sessions whose turns ended in one read, a request and its cancel) go
  *   to the pipe as one write (`writev`). Node's `end()` uncorks first, so nothing queued is
- *   lost by a stop that closes stdin in the same tick.
+ *   lost by a stop that closes stdin in the same tick. A write that fills the pipe resolves
+ *   on its drain; once stdin failed or was destroyed, writes reject (one still waiting for
+ *   the drain included), which closes the SDK's connection.
  * - **Reads** split lines from the stream's own `data` events and hand each message to
  *   `accept` at once, in order: what it keeps (null: taken or dropped) waits for the SDK's
  *   next `read()` in a plain queue.
