@@ -205,6 +205,22 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     expect(await session.prompt('in the second pod')).toBe('end_turn');
   });
 
+  it('a lost node (its pod stops reporting, the streams to it drop): a new pod, the old one deleted through the API, the session resumed in the new one', async () => {
+    const stateFile = env.files.path('sessions.json');
+    env.supervisor = createSupervisor({ stateDir: false, restart: { initialDelayMs: 50, maxDelayMs: 100 }, agents: { coder: podSpec(['--load-session', '--state-file', stateFile]) } });
+    await env.supervisor.ensureAgent('coder');
+    const session = await env.supervisor.newSession('coder', { cwd: '/' });
+    expect(await session.prompt('on the first node')).toBe('end_turn');
+    const [first] = api.list('ai');
+    api.loseNode('ai', first!.metadata.name);
+    await eventually(() => api.list('ai').length === 1 && api.list('ai')[0]!.metadata.name !== first!.metadata.name, 'a new pod, the lost one deleted', 15_000);
+    expect(api.deletions.map((deletion) => deletion.name)).toContain(first!.metadata.name);
+    await waitForStatus(env.supervisor, 'coder', 'connected', 15_000);
+    expect(session.status).toBe('failed');
+    await session.resume();
+    expect(await session.prompt('on another node')).toBe('end_turn');
+  });
+
   it('Secrets stay secrets: env from a Secret reaches the agent by reference, in no argv, no record file, no store row, not in the pod spec', async () => {
     const secret = `s3cr3t-${process.pid}-value`;
     const secretToo = `an0ther-${process.pid}-value`;

@@ -136,6 +136,21 @@ export class KubeApiStandIn {
     if (pod) this.remove(pod);
   }
 
+  /**
+   * The pod's node is lost: the node controller marks the pod's Ready condition Unknown (the
+   * object stays in the API), the streams to the node drop without a close frame, and what
+   * ran there is out of reach (killed here, so that the test leaves nothing behind).
+   */
+  loseNode(namespace: string, name: string): void {
+    const key = `${namespace}/${name}`;
+    const pod = this.pods.get(key);
+    if (!pod) throw new Error(`no pod ${key}`);
+    pod.status = { ...pod.status, phase: 'Running', conditions: [{ type: 'PodScheduled', status: 'True' }, { type: 'Ready', status: 'Unknown' }] };
+    this.changed(pod, 'MODIFIED');
+    for (const exec of this.execs) if (exec.pod === key) exec.socket.terminate();
+    for (const pid of processesMarked(`${podMark}=${pod.metadata.uid}`)) killProcess(pid);
+  }
+
   /** Drops every exec stream of a pod mid-way (a load balancer, a restarted API server): no status, no close frame. */
   dropExecs(name?: string): number {
     let dropped = 0;
