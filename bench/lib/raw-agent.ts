@@ -9,7 +9,7 @@
  * it; the baseline is the minimal correct consumer, so any cost of that shows as overhead).
  */
 import { Readable, Writable } from 'node:stream';
-import { client, ndJsonStream, PROTOCOL_VERSION, type ClientApp, type ClientConnection, type InitializeResponse } from '@agentclientprotocol/sdk';
+import { client, ndJsonStream, PROTOCOL_VERSION, type ClientApp, type ClientCapabilities, type ClientConnection, type InitializeResponse } from '@agentclientprotocol/sdk';
 import { execa, type ResultPromise } from 'execa';
 import { now } from './stats.js';
 
@@ -35,6 +35,8 @@ export interface RawStartOptions {
   env?: Record<string, string>;
   /** Hears the child's stderr (piped only then; ignored otherwise). */
   onStderr?: (chunk: Buffer) => void;
+  /** What `initialize` advertises (none by default): a comparison with agentvisor may ask the agent for the same work. */
+  clientCapabilities?: ClientCapabilities;
 }
 
 /** Spawns `node script ...args` as a group leader and performs the `initialize` handshake. */
@@ -83,7 +85,7 @@ export async function startRawCommand(command: string, args: readonly string[], 
   try {
     initialize = await connection.agent.request('initialize', {
       protocolVersion: PROTOCOL_VERSION,
-      clientCapabilities: {},
+      clientCapabilities: options.clientCapabilities ?? {},
       clientInfo: { name: 'raw-baseline', version: '0.0.0' },
     });
   } catch (error) {

@@ -27,10 +27,11 @@
  * are counted, then SIGKILLed so that rounds do not pile up.
  *
  *   npm run build && npm run build:fixtures   # the script runs the built package, dist/
- *   npx tsx scripts/real-agents/overhead.ts [claude|codex|gemini ...] [--rounds N] [--bin DIR] [--containment KIND] [--verbose]
+ *   npx tsx scripts/real-agents/overhead.ts [claude|codex|gemini ...] [--rounds N] [--bin DIR] [--containment KIND] [--raw-capabilities same|none] [--verbose]
  *
  * --containment: the agentvisor side's containment ('auto' by default; 'none' shows what
- * containment itself costs). --rounds: measured rounds per agent (default 7). --bin: the installed agents'
+ * containment itself costs). --raw-capabilities: what the raw side's initialize advertises
+ * ('same' as agentvisor by default, or 'none'). --rounds: measured rounds per agent (default 7). --bin: the installed agents'
  * node_modules/.bin (default env REAL_AGENTS_BIN or .real-agents/node_modules/.bin).
  * --verbose: the model requests each side made, the agent text, and the last 20 lines of
  * the agents' stderr (agentvisor's `agent:stderr` events; the raw side's stderr is then
@@ -43,7 +44,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import type { SessionUpdate } from '@agentclientprotocol/sdk';
+import type { ClientCapabilities, SessionUpdate } from '@agentclientprotocol/sdk';
 import { killGroup, startRawCommand, stopRawAgent, type RawAgent } from '../../bench/lib/raw-agent.js';
 import { median, round, spread, type Spread } from '../../bench/lib/stats.js';
 // agentvisor as a program that installed it runs it: the built package (dist/), as every benchmark does.
@@ -80,6 +81,7 @@ function parseArgs(argv: string[]) {
   let bin = process.env.REAL_AGENTS_BIN ?? '.real-agents/node_modules/.bin';
   let verbose = false;
   let containment: Containment = 'auto';
+  let rawCapabilities: 'same' | 'none' = 'same';
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--rounds') {
@@ -97,17 +99,30 @@ function parseArgs(argv: string[]) {
       const value = arg === '--containment' ? argv[++i] : arg.slice('--containment='.length);
       if (!(CONTAINMENTS as readonly string[]).includes(value ?? '')) usage(`--containment takes one of ${CONTAINMENTS.join(', ')}`);
       containment = value as Containment;
+    } else if (arg === '--raw-capabilities' || arg.startsWith('--raw-capabilities=')) {
+      const value = arg === '--raw-capabilities' ? argv[++i] : arg.slice('--raw-capabilities='.length);
+      if (value !== 'same' && value !== 'none') usage('--raw-capabilities takes same or none');
+      rawCapabilities = value;
     } else if (arg === '--verbose' || arg === '-v') verbose = true;
     else if ((AGENTS as readonly string[]).includes(arg)) agents.push(arg as AgentName);
     else usage(`unknown argument ${arg}`);
   }
-  return { agents: agents.length > 0 ? [...new Set(agents)] : [...AGENTS], rounds, bin: resolve(bin), verbose, containment };
+  return { agents: agents.length > 0 ? [...new Set(agents)] : [...AGENTS], rounds, bin: resolve(bin), verbose, containment, rawCapabilities };
 }
 
 const args = parseArgs(process.argv.slice(2));
 const BIN = args.bin;
 const VERBOSE = args.verbose;
 const CONTAINMENT = args.containment;
+/**
+ * What the raw side's `initialize` advertises. `same` (the default): what agentvisor advertises
+ * for a local agent (files, terminals, boolean config options), so that both sides ask the
+ * agent for the same work — an agent offered the client's files and terminals sets up more
+ * tools in session/new (gemini, codex: +5-9 ms measured when the raw side offered nothing).
+ * `none`: an empty object, as the SDK's examples do.
+ */
+const RAW_CAPABILITIES: ClientCapabilities =
+  args.rawCapabilities === 'same' ? { fs: { readTextFile: true, writeTextFile: true }, terminal: true, session: { configOptions: { boolean: {} } } } : {};
 
 /**
  * Credentials and endpoints of the caller's own environment never reach an agent (a spec's
@@ -420,6 +435,7 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     // A start that times out leaves its process to the marker sweep below (killMarked).
     raw = await withTimeout(
       startRawCommand(spec.command, spec.args ?? [], {
+        clientCapabilities: RAW_CAPABILITIES,
         ...(spec.cwd !== undefined ? { cwd: spec.cwd } : {}),
         ...(spec.env ? { env: spec.env } : {}),
         ...(VERBOSE
