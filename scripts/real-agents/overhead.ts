@@ -260,6 +260,41 @@ function procState(pid: number): string | undefined {
   }
 }
 
+/** Every process below `pid` now (children, their children, …), from /proc's parent links. */
+function descendantsOf(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()!) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** How long (ms) until none of `pids` runs any more (gone, or a zombie: exited and torn down); polled every ms, at most 5 s. */
+async function untilGone(pids: number[]): Promise<number> {
+  const start = now();
+  const running = () => pids.some((pid) => {
+    const state = procState(pid);
+    return state !== undefined && state !== 'Z' && state !== 'X';
+  });
+  while (running() && now() - start < 5000) await new Promise((resolve) => setTimeout(resolve, 1));
+  return now() - start;
+}
+
 /** Live processes (zombies are dead) whose environment has `AGENTVISOR_BENCH_MARK=<mark…>`. */
 function markedProcesses(markPrefix: string): Array<{ pid: number; cmd: string }> {
   const needle = Buffer.from(`${MARK_VAR}=${markPrefix}`);
@@ -333,6 +368,12 @@ interface SideResult {
   survivors: Array<{ pid: number; cmd: string }>;
   /** Processes of this side still running the moment its stop resolved (they may end by themselves just after). */
   aliveAtStop: number;
+  /**
+   * Raw side: how long after its stop resolved (on the adapter's exit) the processes the
+   * adapter had started were all gone — agentvisor's stop resolves once its agent's whole
+   * containment is gone, so this is what the raw side's stop leaves running for a moment.
+   */
+  treeGoneAfterStopMs?: number;
   /** What the agent said (the start of it). */
   text: string;
   /** The model requests made during this side. */
@@ -469,6 +510,7 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     session.dispose();
     result.text = agentText(updates);
     checkTurn(stopReason, updates);
+    const tree = descendantsOf(raw.pid);
     const t3b = now();
     await withTimeout(
       stopRawAgent(raw, { shutdownTimeoutMs: spec.shutdownTimeoutMs ?? 5000, killTimeoutMs: spec.killTimeoutMs ?? 2000 }),
@@ -478,6 +520,7 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     stopped = true;
     const t4 = now();
     result.aliveAtStop = markedProcesses(mark).length;
+    result.treeGoneAfterStopMs = await untilGone(tree);
     result.ms = phaseTimes(t0, t1, t2, t3, t3b, t4);
     result.ok = true;
   } catch (error) {
@@ -619,6 +662,8 @@ function summarize(outcome: AgentOutcome) {
     containment: CONTAINMENT,
     survivors: { raw: survivors('raw'), agentvisor: survivors('agentvisor') },
     aliveAtStop: { raw: outcome.rounds.map((round) => round.raw.aliveAtStop), agentvisor: outcome.rounds.map((round) => round.agentvisor.aliveAtStop) },
+    /** Raw side: ms after its stop resolved until what the adapter had started was gone too (per round). */
+    rawTreeGoneAfterStopMs: outcome.rounds.filter((entry) => entry.raw.ok && entry.raw.treeGoneAfterStopMs !== undefined).map((entry) => round(entry.raw.treeGoneAfterStopMs!)),
     leftBehind: { raw: leftCommands('raw'), agentvisor: leftCommands('agentvisor') },
     modelRequests: { raw: requests('raw'), agentvisor: requests('agentvisor') },
     okRounds: { raw: outcome.rounds.filter((r) => r.raw.ok).length, agentvisor: outcome.rounds.filter((r) => r.agentvisor.ok).length },
@@ -645,6 +690,15 @@ function printTable(outcome: AgentOutcome, summary: ReturnType<typeof summarize>
   if (summary.supervisorShutdown) console.log(`  shutdown() after the stop (once per program: the store's last writes and close): ${fmt(summary.supervisorShutdown.median)} ms`);
   const total = (values: number[]) => values.reduce((sum, value) => sum + value, 0);
   console.log(`  still running when the stop resolved (per round): raw [${summary.aliveAtStop.raw.join(', ')}], agentvisor [${summary.aliveAtStop.agentvisor.join(', ')}]`);
+  if (summary.rawTreeGoneAfterStopMs.length > 0) {
+    const stop = summary.phases.stop;
+    const treeGone = median(summary.rawTreeGoneAfterStopMs);
+    const whole = stop?.raw ? stop.raw.median + treeGone : null;
+    console.log(
+      `  raw: what the adapter had started was gone ${fmt(treeGone)} ms (median) after its stop resolved; raw stop until the whole tree is gone ≈ ${fmt(whole ?? undefined)} ms` +
+        (whole !== null && stop?.agentvisor ? ` (agentvisor's stop, which waits for it: ratio ${(stop.agentvisor.median / whole).toFixed(2)})` : ''),
+    );
+  }
   console.log(`  survivors ${SURVIVOR_WAIT_MS} ms after stop (per round): raw [${summary.survivors.raw.join(', ')}] = ${total(summary.survivors.raw)}, agentvisor [${summary.survivors.agentvisor.join(', ')}] = ${total(summary.survivors.agentvisor)}`);
   if (summary.leftBehind.raw.length > 0) console.log(`  note: the raw side left processes behind (killed by the benchmark): ${summary.leftBehind.raw.join(' | ')}`);
   if (summary.leftBehind.agentvisor.length > 0) console.log(`  note: agentvisor left processes behind (killed by the benchmark): ${summary.leftBehind.agentvisor.join(' | ')}`);
