@@ -189,36 +189,26 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     events.off();
   });
 
-  it('a deleted pod means a new pod, and the session is resumed in it', async () => {
+  // A pod that goes away: deleted without the supervisor (a person's kubectl delete, an
+  // eviction), or on a lost node (the pod stops reporting, the streams to it drop). Either way
+  // a new pod, the old one deleted through the API if it is still there, and the session resumed in the new one.
+  it.each([
+    { gone: 'a deleted pod', end: (name: string) => api.deletePod('ai', name) },
+    { gone: 'a lost node', end: (name: string) => api.loseNode('ai', name) },
+  ])('$gone means a new pod, and the session is resumed in it', async ({ end }) => {
     const stateFile = env.files.path('sessions.json');
     env.supervisor = createSupervisor({ stateDir: false, restart: { initialDelayMs: 50, maxDelayMs: 100 }, agents: { coder: podSpec(['--load-session', '--state-file', stateFile]) } });
     await env.supervisor.ensureAgent('coder');
     const session = await env.supervisor.newSession('coder', { cwd: '/' });
     expect(await session.prompt('in the first pod')).toBe('end_turn');
     const [first] = api.list('ai');
-    api.deletePod('ai', first!.metadata.name);
-    await eventually(() => api.list('ai').length === 1 && api.list('ai')[0]!.metadata.name !== first!.metadata.name, 'a new pod', 15_000);
+    end(first!.metadata.name);
+    await eventually(() => api.list('ai').length === 1 && api.list('ai')[0]!.metadata.name !== first!.metadata.name, 'a new pod, and the first one gone', 15_000);
     await waitForStatus(env.supervisor, 'coder', 'connected', 15_000);
     // As after any lost agent: the session failed its turn, and resume() loads it on the new connection.
     expect(session.status).toBe('failed');
     await session.resume();
     expect(await session.prompt('in the second pod')).toBe('end_turn');
-  });
-
-  it('a lost node (its pod stops reporting, the streams to it drop): a new pod, the old one deleted through the API, the session resumed in the new one', async () => {
-    const stateFile = env.files.path('sessions.json');
-    env.supervisor = createSupervisor({ stateDir: false, restart: { initialDelayMs: 50, maxDelayMs: 100 }, agents: { coder: podSpec(['--load-session', '--state-file', stateFile]) } });
-    await env.supervisor.ensureAgent('coder');
-    const session = await env.supervisor.newSession('coder', { cwd: '/' });
-    expect(await session.prompt('on the first node')).toBe('end_turn');
-    const [first] = api.list('ai');
-    api.loseNode('ai', first!.metadata.name);
-    await eventually(() => api.list('ai').length === 1 && api.list('ai')[0]!.metadata.name !== first!.metadata.name, 'a new pod, the lost one deleted', 15_000);
-    expect(api.deletions.map((deletion) => deletion.name)).toContain(first!.metadata.name);
-    await waitForStatus(env.supervisor, 'coder', 'connected', 15_000);
-    expect(session.status).toBe('failed');
-    await session.resume();
-    expect(await session.prompt('on another node')).toBe('end_turn');
   });
 
   it('Secrets stay secrets: env from a Secret reaches the agent by reference, in no argv, no record file, no store row, not in the pod spec', async () => {
