@@ -109,6 +109,22 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     expect(env.supervisor.getStatus('coder')).toBe('connected');
   });
 
+  it('a stop while the pod is still Pending answers the start, deletes the pod and leaves no watch', async () => {
+    api.onCreate = 'pending';
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec() } });
+    const started = env.supervisor.ensureAgent('coder');
+    const outcome = started.then(
+      () => 'connected',
+      (error: { kind?: string }) => error.kind,
+    );
+    await eventually(() => api.requests.some((request) => request.query.get('watch') === 'true'), 'the pending pod to be watched');
+    await env.supervisor.stop('coder');
+    expect(await outcome).toBe('stopped');
+    await eventually(() => api.list('ai').length === 0, 'the pending pod to be deleted');
+    expect(api.execCommands).toEqual([]);
+    expect(env.supervisor.getStatus('coder')).toBe('idle');
+  });
+
   it('the ladder reaches the agent in its pod: an agent that ignores EOF gets SIGTERM by a second exec', async () => {
     env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec(['--linger'], { shutdownTimeoutMs: 300 }) } });
     await env.supervisor.ensureAgent('coder');
