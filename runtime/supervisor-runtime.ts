@@ -245,6 +245,7 @@ export class SupervisorRuntime {
     this.pods = new KubernetesPods({
       records: this.records,
       owner: { supervisorInstance: instance, supervisorProcess: instance.slice(instance.lastIndexOf('/') + 1), host: hostLabel() },
+      handshakeTimeoutMs: settings.timings.handshakeTimeoutMs,
     });
     if (settings.sweepOnStart) this.sweepOnStart();
     const handlerDeps = {

@@ -72,7 +72,7 @@ export function statusOf(error: unknown): number | null {
 
 /**
  * An API call's failure as a runtime failure: 401/403 `runtime_auth_failed` (never retried by
- * itself), a network failure or a 5xx `runtime_unreachable` (retried with the backoff), a
+ * itself), a network failure, a 5xx, 408 or 429 `runtime_unreachable` (retried with the backoff), a
  * missing namespace or a refused pod `runtime_missing`. `what` says what was being done.
  */
 export function apiFailure(error: unknown, what: string): RuntimeFailureError {
@@ -81,7 +81,8 @@ export function apiFailure(error: unknown, what: string): RuntimeFailureError {
   const message = apiMessage(error);
   if (status === 401) return new RuntimeFailureError('runtime_auth_failed', `${what}: the API server refused the credentials (401 Unauthorized)${message ? `: ${message}` : ''}`);
   if (status === 403) return new RuntimeFailureError('runtime_auth_failed', `${what}: forbidden (403)${message ? `: ${message}` : ''}`);
-  if (status !== null && status >= 500) return new RuntimeFailureError('runtime_unreachable', `${what}: the API server answered ${status}${message ? `: ${message}` : ''}`);
+  // 5xx, and 408/429 (a timeout, API Priority and Fairness throttling): the server is there but not serving now — retried.
+  if (status !== null && (status >= 500 || status === 408 || status === 429)) return new RuntimeFailureError('runtime_unreachable', `${what}: the API server answered ${status}${message ? `: ${message}` : ''}`);
   if (status !== null) return new RuntimeFailureError('runtime_missing', `${what}: the API server answered ${status}${message ? `: ${message}` : ''}`);
   if (networkCode(error) !== null) return new RuntimeFailureError('runtime_unreachable', `${what}: the API server cannot be reached: ${messageOf(error)}`);
   return new RuntimeFailureError('runtime_unreachable', `${what}: ${messageOf(error)}`);

@@ -120,7 +120,7 @@ function upgradeRefusal(status: number, body: string, where: string): RuntimeFai
   const said = message ? `: ${message}` : '';
   if (status === 401) return new RuntimeFailureError('runtime_auth_failed', `${where}: the API server refused the credentials (401 Unauthorized)${said}`);
   if (status === 403) return new RuntimeFailureError('runtime_auth_failed', `${where}: forbidden (403)${said}`);
-  if (status >= 500) return new RuntimeFailureError('runtime_unreachable', `${where}: the API server answered ${status}${said}`);
+  if (status >= 500 || status === 408 || status === 429) return new RuntimeFailureError('runtime_unreachable', `${where}: the API server answered ${status}${said}`);
   return new RuntimeFailureError('runtime_missing', `${where}: the API server answered ${status}${said}`);
 }
 

@@ -196,6 +196,23 @@ export interface KubernetesPodsOptions {
   execProtocols?: readonly string[];
   /** The exec stream's keep-alive ping interval (default {@link execKeepAliveMs}). */
   keepAliveMs?: number;
+  /** The supervisor's handshake timeout (an agent's own overrides it): a pod's wait to run ends before it. */
+  handshakeTimeoutMs?: number;
+}
+
+/** How long one call of the API (create, read) may take before the start fails `runtime_unreachable`. */
+export const apiCallTimeoutMs = 30_000;
+
+/**
+ * How long a start waits for its pod to run: `pendingTimeoutMs` (default
+ * {@link defaultPendingTimeoutMs}), but at most 80 % of the agent's handshake timeout, which
+ * covers the whole start — so a pod that will not run is reported with the API's reason
+ * (and deleted) before the handshake timeout would end the start without one.
+ */
+export function pendingWaitMs(spec: AgentSpec, template: { pendingTimeoutMs?: number | undefined }, supervisorHandshakeTimeoutMs: number | undefined): number {
+  const handshake = spec.handshakeTimeoutMs ?? supervisorHandshakeTimeoutMs;
+  const pending = template.pendingTimeoutMs ?? defaultPendingTimeoutMs;
+  return handshake === undefined ? pending : Math.min(pending, Math.max(100, Math.floor(handshake * 0.8)));
 }
 
 /** The supervisor's pods, one per agent that runs from a template: the runtime's connector. */
@@ -203,6 +220,8 @@ export class KubernetesPods implements RuntimeConnector {
   private readonly pods = new Map<string, AgentPod>();
   private readonly opening = new Map<string, Promise<unknown>>();
   private readonly deleting = new Map<string, Promise<void>>();
+  /** Bumped by each release: an attempt made before it deletes the pod it makes (its agent stopped meanwhile). */
+  private readonly generations = new Map<string, number>();
 
   constructor(private readonly options: KubernetesPodsOptions) {}
 
@@ -211,8 +230,14 @@ export class KubernetesPods implements RuntimeConnector {
   }
 
   async open(agent: string, spec: AgentSpec, signal: AbortSignal): Promise<RuntimeTransport> {
-    await this.deleting.get(agent); // a stop's deletion first: never two pods of one agent
-    const attempt = this.openIn(agent, spec, signal);
+    // One attempt of an agent at a time (a restart during a slow create must not make a second
+    // pod), and a stop's deletion first: never two pods of one agent made by this supervisor.
+    const previous = this.opening.get(agent);
+    const attempt = (async () => {
+      await previous;
+      await this.deleting.get(agent);
+      return this.openIn(agent, spec, signal, this.generationOf(agent));
+    })();
     const settled = attempt.catch(() => {});
     this.opening.set(agent, settled);
     try {
@@ -222,19 +247,25 @@ export class KubernetesPods implements RuntimeConnector {
     }
   }
 
+  private generationOf(agent: string): number {
+    return this.generations.get(agent) ?? 0;
+  }
+
   /**
    * The agent stopped for good: its pod is deleted (grace: the ladder's), and its record
    * removed once the API accepted the deletion. Tracked until done ({@link settled}).
    */
   release(agent: string): void {
-    if (!this.pods.has(agent) && !this.opening.has(agent)) return;
+    this.generations.set(agent, this.generationOf(agent) + 1);
+    const pod = this.pods.get(agent);
     const opening = this.opening.get(agent);
+    if (!pod && !opening) return;
+    this.pods.delete(agent);
     const deletion: Promise<void> = (async () => {
-      await opening;
-      const pod = this.pods.get(agent);
-      if (!pod) return;
-      this.pods.delete(agent);
-      await deletePod(pod, pod.grace);
+      if (pod) await deletePod(pod, pod.grace);
+      // An attempt in flight deletes the pod it makes itself (it sees the new generation); its end is
+      // waited for, bounded — an API server that never answers must not hold up shutdown().
+      if (opening) await bounded(opening, apiCallTimeoutMs + removeTimeoutMs, 'the start in flight').catch(() => {});
     })()
       .catch(() => {})
       .finally(() => {
@@ -248,7 +279,7 @@ export class KubernetesPods implements RuntimeConnector {
     await Promise.all([...this.deleting.values()]);
   }
 
-  private async openIn(agent: string, spec: AgentSpec, signal: AbortSignal): Promise<RuntimeTransport> {
+  private async openIn(agent: string, spec: AgentSpec, signal: AbortSignal, generation: number): Promise<RuntimeTransport> {
     if (!this.handles(spec)) throw new RuntimeFailureError('runtime_missing', 'not a kubernetes runtime with a template');
     const runtime = spec.runtime as PodTemplateRuntime;
     signal.throwIfAborted();
@@ -266,9 +297,10 @@ export class KubernetesPods implements RuntimeConnector {
     if (!pod) {
       const cluster = await openCluster({ kubeconfig: runtime.kubeconfig, context: runtime.context });
       signal.throwIfAborted();
-      pod = await this.createPod(agent, spec, runtime, cluster);
+      pod = await this.createPod(agent, spec, runtime, cluster, generation);
     }
-    await waitUntilRunning(pod, runtime.template.pendingTimeoutMs ?? defaultPendingTimeoutMs, signal).catch(async (error: unknown) => {
+    signal.throwIfAborted();
+    await waitUntilRunning(pod, pendingWaitMs(spec, runtime.template, this.options.handshakeTimeoutMs), signal).catch(async (error: unknown) => {
       if (error instanceof RuntimeFailureError && error.kind === 'runtime_missing' && this.pods.get(agent) === pod) {
         // It will not run (stuck Pending, ended, deleted): not kept for a next start.
         this.pods.delete(agent);
@@ -276,10 +308,11 @@ export class KubernetesPods implements RuntimeConnector {
       }
       throw error;
     });
+    signal.throwIfAborted();
     return startAgent(pod, spec, signal, { protocols: this.options.execProtocols, keepAliveMs: this.options.keepAliveMs ?? execKeepAliveMs });
   }
 
-  private async createPod(agent: string, spec: AgentSpec, runtime: PodTemplateRuntime, cluster: Cluster): Promise<AgentPod> {
+  private async createPod(agent: string, spec: AgentSpec, runtime: PodTemplateRuntime, cluster: Cluster, generation: number): Promise<AgentPod> {
     const { name, token } = newPodName(agent);
     const namespace = runtime.namespace ?? 'default';
     const leftover: PodLeftover = { kind: 'kubernetes-pod', namespace, name, token, kubeconfig: runtime.kubeconfig ?? '', context: runtime.context ?? '' };
@@ -287,10 +320,19 @@ export class KubernetesPods implements RuntimeConnector {
     const record = this.options.records?.createRemote(agent, leftover) ?? null;
     const pod: AgentPod = { cluster, namespace, name, token, container: runtime.container ?? defaultContainerName, grace: graceSeconds(spec), record };
     try {
-      await cluster.core.createNamespacedPod({ namespace, body: podManifest(spec, runtime, { ...this.options.owner, agent }, { name, token }) });
+      await bounded(cluster.core.createNamespacedPod({ namespace, body: podManifest(spec, runtime, { ...this.options.owner, agent }, { name, token }) }), apiCallTimeoutMs, `creating pod ${namespace}/${name}`);
     } catch (error) {
-      record?.remove();
+      // A refusal made nothing; a timeout or a lost answer may have made the pod: deleted by name
+      // (the record goes once the API says it is gone, or stays for the sweep).
+      const status = statusOf(error);
+      if (status !== null && status < 500) record?.remove();
+      else await deletePod(pod, 0);
       throw apiFailure(error, `creating pod ${namespace}/${name}`);
+    }
+    if (this.generationOf(agent) !== generation) {
+      // The agent was stopped while its pod was being made: nobody will ask for it.
+      await deletePod(pod, 0);
+      throw new RuntimeFailureError('runtime_missing', `pod ${namespace}/${name} was made after its agent stopped, and is deleted`);
     }
     this.pods.set(agent, pod);
     return pod;
@@ -300,7 +342,7 @@ export class KubernetesPods implements RuntimeConnector {
 /** The pod as the API has it now; null: it is not there. */
 async function readPod(pod: AgentPod): Promise<V1Pod | null> {
   try {
-    return await pod.cluster.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace });
+    return await bounded(pod.cluster.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace }), apiCallTimeoutMs, `reading pod ${pod.namespace}/${pod.name}`);
   } catch (error) {
     if (statusOf(error) === 404) return null;
     throw apiFailure(error, `reading pod ${pod.namespace}/${pod.name}`);
@@ -338,6 +380,7 @@ async function deletePod(pod: AgentPod, gracePeriodSeconds: number): Promise<boo
 async function waitUntilRunning(pod: AgentPod, timeoutMs: number, signal: AbortSignal): Promise<void> {
   const where = `pod ${pod.namespace}/${pod.name}`;
   const { client, config } = pod.cluster;
+  signal.throwIfAborted();
   await new Promise<void>((resolve, reject) => {
     let finished = false;
     let reason: string | null = null;
@@ -413,13 +456,20 @@ async function startAgent(pod: AgentPod, spec: AgentSpec, signal: AbortSignal, o
   }
   let end: ExecEnd | null = null;
   let ended = false;
-  const exited = exec.ended.then((result) => {
+  const exited = exec.ended.then(async (result) => {
+    // A dropped stream does not end the agent in the pod (its stdin may never see EOF): it is
+    // killed there before the loss is reported, so the restart's agent never runs beside it.
+    if (result.dropped) await killInPod('SIGKILL');
     end = result;
     ended = true;
     return { exitCode: result.dropped ? null : result.exitCode, signal: null };
   });
   const signalInside = async (name: 'SIGTERM' | 'SIGKILL') => {
     if (ended) return;
+    await killInPod(name);
+  };
+  /** A second exec that signals the agent's process group in the pod; bounded, never rejecting. */
+  const killInPod = async (name: 'SIGTERM' | 'SIGKILL') => {
     const command = ['/bin/sh', '-c', signalScript, 'agentvisor-signal', name === 'SIGTERM' ? 'TERM' : 'KILL', String(pgid)];
     try {
       const kill = await bounded(openExec(pod.cluster, target, command, { stdin: false, connectTimeoutMs: signalTimeoutMs, ...(options.protocols ? { protocols: options.protocols } : {}) }), signalTimeoutMs, 'the in-pod kill');
@@ -457,6 +507,7 @@ async function startAgent(pod: AgentPod, spec: AgentSpec, signal: AbortSignal, o
  */
 function markerOf(exec: ExecStream, agentStderr: PassThrough, signal: AbortSignal, where: string): Promise<number> {
   const marker = new RegExp(`^${remotePidMarker} ([0-9]+)$`);
+  if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<number>((resolve, reject) => {
     let pending = '';
     const before: string[] = [];

@@ -125,6 +125,23 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     expect(env.supervisor.getStatus('coder')).toBe('idle');
   });
 
+  it('a stop while the pod is being created (a slow create): the pod the API makes after it is deleted, and no agent is started in it', async () => {
+    let letCreate!: () => void;
+    api.holdCreates = new Promise((resolve) => (letCreate = resolve));
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec() } });
+    const outcome = env.supervisor.ensureAgent('coder').then(
+      () => 'connected',
+      (error: { kind?: string }) => error.kind,
+    );
+    await eventually(() => api.requests.some((request) => request.method === 'POST'), 'the create to be sent');
+    const stopped = env.supervisor.stop('coder');
+    expect(await outcome).toBe('stopped');
+    letCreate();
+    await stopped;
+    await eventually(() => api.deletions.length === 1 && api.list('ai').length === 0, 'the late pod to be deleted');
+    expect(api.execCommands).toEqual([]);
+  });
+
   it('the ladder reaches the agent in its pod: an agent that ignores EOF gets SIGTERM by a second exec', async () => {
     env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec(['--linger'], { shutdownTimeoutMs: 300 }) } });
     await env.supervisor.ensureAgent('coder');

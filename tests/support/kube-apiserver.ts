@@ -59,6 +59,8 @@ export class KubeApiStandIn {
   refuse: 401 | 403 | null = null;
   /** What each new pod becomes. */
   onCreate: CreatePolicy = 'run';
+  /** When set, a create is stored and answered only once this resolves (a slow admission webhook). */
+  holdCreates: Promise<void> | null = null;
   /** The exec subprotocols served, most preferred first. */
   protocols: string[] = [v5, v4];
   /** Every exec argv, in order (what a real kubelet would run in the container). */
@@ -222,7 +224,10 @@ export class KubeApiStandIn {
     const namespace = decodeURIComponent(match[1]!);
     const name = match[2] === undefined ? undefined : decodeURIComponent(match[2]);
     const method = request.method ?? 'GET';
-    if (name === undefined && method === 'POST') return void readBody(request).then((body) => this.create(namespace, body, response));
+    if (name === undefined && method === 'POST') return void readBody(request).then(async (body) => {
+      await this.holdCreates;
+      this.create(namespace, body, response);
+    });
     if (name === undefined && method === 'GET') {
       const matches = selector(url.searchParams);
       if (url.searchParams.get('watch') === 'true') return this.watch(namespace, matches, response);

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { validateAgentSpec, type AgentSpec } from '../../core/agent-spec.js';
-import { graceSeconds, keepaliveCommand, labelValue, newPodName, pendingReason, podLabels, podManifest, podStanding, type PodTemplateRuntime } from '../../services/runtimes/kubernetes-pod.runtime.js';
+import { apiFailure } from '../../services/runtimes/kube-api.js';
+import { defaultPendingTimeoutMs, graceSeconds, keepaliveCommand, labelValue, newPodName, pendingReason, pendingWaitMs, podLabels, podManifest, podStanding, type PodTemplateRuntime } from '../../services/runtimes/kubernetes-pod.runtime.js';
 
 const owner = { agent: 'coder', supervisorProcess: '4242-123456', supervisorInstance: 'build-1/4242-123456', host: 'build-1' };
 
@@ -126,5 +127,23 @@ describe("a pod's status", () => {
     expect(podStanding({ status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'Unknown' }] } })).toBe('gone');
     expect(podStanding({ status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } })).toBe('running');
     expect(podStanding({ status: { phase: 'Pending' } })).toBe('pending');
+  });
+});
+
+describe('how long a start waits, and the API\'s answers', () => {
+  it('waits for a pod to run at most 80 % of the handshake timeout (the agent\'s, else the supervisor\'s), so a stuck pod is reported before the handshake ends', () => {
+    const agent = { command: 'codex-acp' } as AgentSpec;
+    expect(pendingWaitMs(agent, {}, 30_000)).toBe(24_000);
+    expect(pendingWaitMs(agent, {}, 600_000)).toBe(defaultPendingTimeoutMs);
+    expect(pendingWaitMs(agent, { pendingTimeoutMs: 5_000 }, 30_000)).toBe(5_000);
+    expect(pendingWaitMs({ ...agent, handshakeTimeoutMs: 300_000 }, { pendingTimeoutMs: 200_000 }, 30_000)).toBe(200_000);
+    expect(pendingWaitMs(agent, {}, undefined)).toBe(defaultPendingTimeoutMs);
+  });
+
+  it('maps the API\'s refusals: 401/403 auth, 5xx, 408 and 429 unreachable (retried), other 4xx missing', () => {
+    const answered = (code: number) => apiFailure(Object.assign(new Error('HTTP error'), { code }), 'creating pod ai/x').kind;
+    expect([401, 403].map(answered)).toEqual(['runtime_auth_failed', 'runtime_auth_failed']);
+    expect([500, 503, 408, 429].map(answered)).toEqual(['runtime_unreachable', 'runtime_unreachable', 'runtime_unreachable', 'runtime_unreachable']);
+    expect([400, 404, 409, 422].map(answered)).toEqual(['runtime_missing', 'runtime_missing', 'runtime_missing', 'runtime_missing']);
   });
 });
