@@ -162,7 +162,8 @@ describe('pm2 habits', () => {
     }
     expect(row).toMatchObject({ status: 'exited', lastExit: { code: 0, signal: null } });
     expect((await cli('describe', 'once')).stdout).toMatch(/^ {2}restart policy +on-failure$/m);
-  });
+    // Eight CLI calls and a poll of up to 15 s: 13 s alone, 16-20 s under the whole suite's load.
+  }, 45_000);
 
   it('describe of an unknown agent is the usual unknown_agent error, exit 2', async () => {
     const unknown = await cli('describe', 'nobody');

@@ -95,7 +95,8 @@ describe.concurrent('agentvisor run', () => {
     expect(result.stdout).toBe('let me in\n');
     const refused = await run('run', 'locked', '--auth', 'wrong-method', 'hi');
     expect(refused.exitCode).toBe(4);
-  });
+    // Two whole runs (each a CLI, an agent, a login): 2.4 s alone, 8-10 s under the whole suite's load.
+  }, 40_000);
 
   it('a failed handshake exits 5', async () => {
     const result = await run('run', 'refusing', 'hi');
