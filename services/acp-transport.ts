@@ -120,15 +120,8 @@ export function ndJsonTransport<M extends object>(output: Writable, input: Reada
       output.destroy(reason instanceof Error ? reason : undefined);
       return Promise.resolve();
     },
-    get closed() {
-      return new Promise<void>(() => {});
-    },
-    get ready() {
-      return Promise.resolve();
-    },
-    desiredSize: 1,
   };
-  const writable = { getWriter: () => writer, locked: false } as unknown as WritableStream<M>;
+  const writable = { getWriter: () => writer } as unknown as WritableStream<M>;
 
   // ---- reading ----
   const queue: M[] = [];
@@ -283,10 +276,7 @@ export function ndJsonTransport<M extends object>(output: Writable, input: Reada
       }
       return Promise.resolve();
     },
-    get closed() {
-      return new Promise<void>(() => {});
-    },
   };
-  const readable = { getReader: () => reader, locked: false } as unknown as ReadableStream<M>;
+  const readable = { getReader: () => reader } as unknown as ReadableStream<M>;
   return { readable, writable };
 }
