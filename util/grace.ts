@@ -1,3 +1,5 @@
+import { realClock, type Clock } from '../core/clock.js';
+
 /** Waits for `promise`, but at most `ms` of real time; the timer never outlives the wait. */
 export async function withinGrace<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
@@ -8,5 +10,21 @@ export async function withinGrace<T>(promise: Promise<T>, ms: number): Promise<T
     return await Promise.race([promise, timeout]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Waits for `promise`, but at most `ms` on `clock` (real time by default): past it, rejects with
+ * what `timedOut` makes. The timer never outlives the wait; `promise` itself runs on.
+ */
+export async function bounded<T>(promise: Promise<T>, ms: number, timedOut: () => Error, clock: Clock = realClock): Promise<T> {
+  let timer: unknown;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = clock.setTimeout(() => reject(timedOut()), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clock.clearTimeout(timer);
   }
 }

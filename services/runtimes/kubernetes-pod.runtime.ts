@@ -19,6 +19,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import type { PodTemplate, RuntimeSpec } from '../../core/runtime-spec.js';
 import { isSameProcess } from '../containment/proc-table.js';
+import { bounded } from '../../util/grace.js';
 import type { AgentRecords, RecordFile } from '../agent-records.service.js';
 import { defaultKillTimeoutMs, defaultShutdownTimeoutMs, podAgentArgv, removeTimeoutMs, signalScript, signalTimeoutMs, wrapperFailure } from './container.runtime.js';
 import { apiFailure, messageOf, openCluster, RuntimeFailureError, statusOf, type Cluster } from './kube-api.js';
@@ -265,7 +266,7 @@ export class KubernetesPods implements RuntimeConnector {
       if (pod) await deletePod(pod, pod.grace);
       // An attempt in flight deletes the pod it makes itself (it sees the new generation); its end is
       // waited for, bounded — an API server that never answers must not hold up shutdown().
-      if (opening) await bounded(opening, apiCallTimeoutMs + removeTimeoutMs, 'the start in flight').catch(() => {});
+      if (opening) await boundedCall(opening, apiCallTimeoutMs + removeTimeoutMs, 'the start in flight').catch(() => {});
     })()
       .catch(() => {})
       .finally(() => {
@@ -320,7 +321,7 @@ export class KubernetesPods implements RuntimeConnector {
     const record = this.options.records?.createRemote(agent, leftover) ?? null;
     const pod: AgentPod = { cluster, namespace, name, token, container: runtime.container ?? defaultContainerName, grace: graceSeconds(spec), record };
     try {
-      await bounded(cluster.core.createNamespacedPod({ namespace, body: podManifest(spec, runtime, { ...this.options.owner, agent }, { name, token }) }), apiCallTimeoutMs, `creating pod ${namespace}/${name}`);
+      await boundedCall(cluster.core.createNamespacedPod({ namespace, body: podManifest(spec, runtime, { ...this.options.owner, agent }, { name, token }) }), apiCallTimeoutMs, `creating pod ${namespace}/${name}`);
     } catch (error) {
       // A refusal made nothing; a timeout or a lost answer may have made the pod: deleted by name
       // (the record goes once the API says it is gone, or stays for the sweep).
@@ -342,20 +343,16 @@ export class KubernetesPods implements RuntimeConnector {
 /** The pod as the API has it now; null: it is not there. */
 async function readPod(pod: AgentPod): Promise<V1Pod | null> {
   try {
-    return await bounded(pod.cluster.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace }), apiCallTimeoutMs, `reading pod ${pod.namespace}/${pod.name}`);
+    return await boundedCall(pod.cluster.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace }), apiCallTimeoutMs, `reading pod ${pod.namespace}/${pod.name}`);
   } catch (error) {
     if (statusOf(error) === 404) return null;
     throw apiFailure(error, `reading pod ${pod.namespace}/${pod.name}`);
   }
 }
 
-/** A promise bounded by `ms`: rejects after it. */
-function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+/** `promise`, but at most `ms` of real time: past it, rejects saying what took too long. */
+function boundedCall<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return bounded(promise, ms, () => new Error(`${what} took more than ${ms} ms`));
 }
 
 /**
@@ -364,7 +361,7 @@ function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
  */
 async function deletePod(pod: AgentPod, gracePeriodSeconds: number): Promise<boolean> {
   try {
-    await bounded(pod.cluster.core.deleteNamespacedPod({ name: pod.name, namespace: pod.namespace, gracePeriodSeconds }), removeTimeoutMs, `deleting pod ${pod.namespace}/${pod.name}`);
+    await boundedCall(pod.cluster.core.deleteNamespacedPod({ name: pod.name, namespace: pod.namespace, gracePeriodSeconds }), removeTimeoutMs, `deleting pod ${pod.namespace}/${pod.name}`);
   } catch (error) {
     if (statusOf(error) !== 404) return false;
   }
@@ -472,8 +469,8 @@ async function startAgent(pod: AgentPod, spec: AgentSpec, signal: AbortSignal, o
   const killInPod = async (name: 'SIGTERM' | 'SIGKILL') => {
     const command = ['/bin/sh', '-c', signalScript, 'agentvisor-signal', name === 'SIGTERM' ? 'TERM' : 'KILL', String(pgid)];
     try {
-      const kill = await bounded(openExec(pod.cluster, target, command, { stdin: false, connectTimeoutMs: signalTimeoutMs, ...(options.protocols ? { protocols: options.protocols } : {}) }), signalTimeoutMs, 'the in-pod kill');
-      await bounded(kill.ended, signalTimeoutMs, 'the in-pod kill').catch(() => kill.close());
+      const kill = await boundedCall(openExec(pod.cluster, target, command, { stdin: false, connectTimeoutMs: signalTimeoutMs, ...(options.protocols ? { protocols: options.protocols } : {}) }), signalTimeoutMs, 'the in-pod kill');
+      await boundedCall(kill.ended, signalTimeoutMs, 'the in-pod kill').catch(() => kill.close());
       kill.close();
     } catch {
       // The stream is gone or the server does not answer: the ladder's next rung, or the pod's deletion, ends it.
@@ -566,7 +563,7 @@ export interface PodSweep {
 export async function sweepPods(leftover: PodLeftover): Promise<PodSweep> {
   try {
     const cluster = await openCluster({ kubeconfig: leftover.kubeconfig || undefined, context: leftover.context || undefined });
-    const listed = await bounded(
+    const listed = await boundedCall(
       cluster.core.listNamespacedPod({ namespace: leftover.namespace, labelSelector: `${podLabels.managedBy}=agentvisor,${podLabels.host}=${hostLabel()}` }),
       removeTimeoutMs,
       'listing pods',
@@ -578,7 +575,7 @@ export async function sweepPods(leftover: PodLeftover): Promise<PodSweep> {
       const owner = /^([0-9]+)-([0-9]+)$/.exec(pod.metadata?.labels?.[podLabels.supervisor] ?? '');
       if (owner && isSameProcess({ pid: Number(owner[1]), startTime: Number(owner[2]) })) continue; // a live supervisor's
       try {
-        await bounded(cluster.core.deleteNamespacedPod({ name, namespace: leftover.namespace }), removeTimeoutMs, `deleting pod ${name}`);
+        await boundedCall(cluster.core.deleteNamespacedPod({ name, namespace: leftover.namespace }), removeTimeoutMs, `deleting pod ${name}`);
         deleted.push(`${leftover.namespace}/${name}`);
       } catch (error) {
         if (statusOf(error) !== 404) return { outcome: 'failed', deleted, detail: apiFailure(error, `deleting pod ${leftover.namespace}/${name}`).detail };

@@ -22,6 +22,7 @@ import type { OpenedDirectory } from '../fs-sandbox.service.js';
 import { Terminal, type RecordProcess, type TerminalCommand, type TerminalExit } from './terminal.js';
 import { TerminalLimitReached, TerminalsClosed, TerminalTimeout, UnknownTerminal } from './terminal-errors.js';
 import { OutputBudget } from './terminal-output.js';
+import { bounded } from '../../util/grace.js';
 
 /** A `terminal/create` request: the command, where it runs, and how much output it keeps. */
 export interface TerminalRequest extends Omit<TerminalCommand, 'cwd'> {
@@ -67,19 +68,6 @@ export const terminalDefaults = {
   maxOutputBytes: 8 * 1024 * 1024,
   requestTimeoutMs: 10_000,
 } as const;
-
-/** Rejects with {@link TerminalTimeout} when `promise` takes longer than `ms` on `clock`. */
-async function bounded<T>(promise: Promise<T>, ms: number, what: string, clock: Clock): Promise<T> {
-  let timer: unknown;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = clock.setTimeout(() => reject(new TerminalTimeout(what, ms)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clock.clearTimeout(timer);
-  }
-}
 
 /** How many released terminals' last output a session keeps, for the tool calls that show them. */
 const keptReleasedOutputs = 8;
@@ -154,7 +142,7 @@ export class TerminalSet {
       })();
       let terminal: Terminal;
       try {
-        terminal = await bounded(starting, this.requestTimeoutMs, 'terminal/create', this.clock);
+        terminal = await bounded(starting, this.requestTimeoutMs, () => new TerminalTimeout('terminal/create', this.requestTimeoutMs), this.clock);
       } catch (error) {
         // Timed out (or failed): a cwd check that answers later starts nothing, and a
         // command that started in the last instant is killed at once (nobody knows its id).
