@@ -26,6 +26,25 @@ function procStat(pid: number): { state: string; ppid: number; pgrp: number } | 
   }
 }
 
+/** Every process below `pid` now (children, their children, …), from /proc's parent links. */
+export function descendantsOf(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const ppid = procStat(Number(entry))?.ppid;
+    if (ppid !== undefined) children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()!) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
 /**
  * Live (non-zombie) processes whose command line mentions one of `scripts` and that are
  * ours: a child of this process, or in the process group of a pid we spawned.
@@ -57,12 +76,12 @@ export function leftoverAgents(scripts: readonly string[], spawnedPids: Iterable
   return found;
 }
 
-/** Waits (polling) until none of `pids` runs; returns the ones still running at the deadline. */
-export async function waitUntilGone(pids: Iterable<number>, timeoutMs = 5000): Promise<number[]> {
+/** Waits (polling every `pollMs`) until none of `pids` runs; returns the ones still running at the deadline. */
+export async function waitUntilGone(pids: Iterable<number>, timeoutMs = 5000, pollMs = 10): Promise<number[]> {
   const deadline = Date.now() + timeoutMs;
   let alive = [...pids].filter(isRunning);
   while (alive.length > 0 && Date.now() < deadline) {
-    await sleep(10);
+    await sleep(pollMs);
     alive = alive.filter(isRunning);
   }
   return alive;

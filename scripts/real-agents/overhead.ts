@@ -45,6 +45,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ClientCapabilities, SessionUpdate } from '@agentclientprotocol/sdk';
+import { descendantsOf, waitUntilGone } from '../../bench/lib/processes.js';
 import { killGroup, startRawCommand, stopRawAgent, type RawAgent } from '../../bench/lib/raw-agent.js';
 import { median, round, spread, type Spread } from '../../bench/lib/stats.js';
 // agentvisor as a program that installed it runs it: the built package (dist/), as every benchmark does.
@@ -258,41 +259,6 @@ function procState(pid: number): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Every process below `pid` now (children, their children, …), from /proc's parent links. */
-function descendantsOf(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const found: number[] = [];
-  const queue = [pid];
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift()!) ?? []) {
-      found.push(child);
-      queue.push(child);
-    }
-  }
-  return found;
-}
-
-/** How long (ms) until none of `pids` runs any more (gone, or a zombie: exited and torn down); polled every ms, at most 5 s. */
-async function untilGone(pids: number[]): Promise<number> {
-  const start = now();
-  const running = () => pids.some((pid) => {
-    const state = procState(pid);
-    return state !== undefined && state !== 'Z' && state !== 'X';
-  });
-  while (running() && now() - start < 5000) await new Promise((resolve) => setTimeout(resolve, 1));
-  return now() - start;
 }
 
 /** Live processes (zombies are dead) whose environment has `AGENTVISOR_BENCH_MARK=<mark…>`. */
@@ -520,7 +486,9 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     stopped = true;
     const t4 = now();
     result.aliveAtStop = markedProcesses(mark).length;
-    result.treeGoneAfterStopMs = await untilGone(tree);
+    const stopResolved = now();
+    await waitUntilGone(tree, 5000, 1);
+    result.treeGoneAfterStopMs = now() - stopResolved;
     result.ms = phaseTimes(t0, t1, t2, t3, t3b, t4);
     result.ok = true;
   } catch (error) {
