@@ -246,6 +246,7 @@ export class SupervisorRuntime {
       records: this.records,
       owner: { supervisorInstance: instance, supervisorProcess: instance.slice(instance.lastIndexOf('/') + 1), host: hostLabel() },
       handshakeTimeoutMs: settings.timings.handshakeTimeoutMs,
+      clock: settings.clockForTimers,
     });
     if (settings.sweepOnStart) this.sweepOnStart();
     const handlerDeps = {

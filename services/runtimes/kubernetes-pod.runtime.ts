@@ -17,6 +17,7 @@ import { hostname } from 'node:os';
 import { PassThrough } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AgentSpec } from '../../core/agent-spec.js';
+import { realClock, type Clock } from '../../core/clock.js';
 import type { PodTemplate, RuntimeSpec } from '../../core/runtime-spec.js';
 import { isSameProcess } from '../containment/proc-table.js';
 import { bounded } from '../../util/grace.js';
@@ -199,6 +200,8 @@ export interface KubernetesPodsOptions {
   keepAliveMs?: number;
   /** The supervisor's handshake timeout (an agent's own overrides it): a pod's wait to run ends before it. */
   handshakeTimeoutMs?: number;
+  /** The clock of the wait for a pod to run (the supervisor's, as the handshake timeout's; real time by default). */
+  clock?: Clock;
 }
 
 /** How long one call of the API (create, read) may take before the start fails `runtime_unreachable`. */
@@ -301,7 +304,7 @@ export class KubernetesPods implements RuntimeConnector {
       pod = await this.createPod(agent, spec, runtime, cluster, generation);
     }
     signal.throwIfAborted();
-    await waitUntilRunning(pod, pendingWaitMs(spec, runtime.template, this.options.handshakeTimeoutMs), signal).catch(async (error: unknown) => {
+    await waitUntilRunning(pod, pendingWaitMs(spec, runtime.template, this.options.handshakeTimeoutMs), signal, this.options.clock ?? realClock).catch(async (error: unknown) => {
       if (error instanceof RuntimeFailureError && error.kind === 'runtime_missing' && this.pods.get(agent) === pod) {
         // It will not run (stuck Pending, ended, deleted): not kept for a next start.
         this.pods.delete(agent);
@@ -374,7 +377,7 @@ async function deletePod(pod: AgentPod, gracePeriodSeconds: number): Promise<boo
  * change). Rejects `runtime_missing` naming the API's last reason when it stays Pending past
  * `timeoutMs`, ends, or is deleted meanwhile; 401/403 and an unreachable server as such.
  */
-async function waitUntilRunning(pod: AgentPod, timeoutMs: number, signal: AbortSignal): Promise<void> {
+async function waitUntilRunning(pod: AgentPod, timeoutMs: number, signal: AbortSignal, clock: Clock): Promise<void> {
   const where = `pod ${pod.namespace}/${pod.name}`;
   const { client, config } = pod.cluster;
   signal.throwIfAborted();
@@ -385,14 +388,14 @@ async function waitUntilRunning(pod: AgentPod, timeoutMs: number, signal: AbortS
     const finish = (error?: unknown) => {
       if (finished) return;
       finished = true;
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       signal.removeEventListener('abort', aborted);
       controller?.abort();
       if (error === undefined) resolve();
       else reject(error);
     };
     const aborted = () => finish(signal.reason);
-    const timer = setTimeout(
+    const timer = clock.setTimeout(
       () => finish(new RuntimeFailureError('runtime_missing', `${where} stayed Pending for ${Math.round(timeoutMs / 100) / 10} s: ${reason ?? 'the API gave no reason'}`)),
       timeoutMs,
     );
