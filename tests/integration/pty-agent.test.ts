@@ -38,7 +38,9 @@ describe('pty agents', () => {
       if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') chunks.push(update.content.text);
     });
     const turn = session.prompt('hello');
-    await eventually(() => chunks.join('').includes('you said: hello'), 'the answer');
+    // The answer and the prompt after it are two writes that may reach the terminal in two
+    // reads: wait for the prompt too, or output arriving after the clock moved restarts the timers.
+    await eventually(() => /you said: hello\s*\r?\n> /.test(chunks.join('')), 'the answer and the prompt after it');
     expect(terminal.activity).toBe('running');
     clock.increment(4_999);
     expect(session.status).toBe('running');
