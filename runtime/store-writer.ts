@@ -30,7 +30,7 @@ export interface StoreWriterOptions {
 }
 
 /** How far apart commits of a busy stream are by default (ms). */
-export const defaultCommitEveryMs = 5;
+export const defaultCommitEveryMs = 20;
 
 /** Failures are reported at most this often; the ones in between are counted. */
 const errorReportEveryMs = 1_000;
