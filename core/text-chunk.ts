@@ -20,6 +20,13 @@ export function isPlainTextChunk(update: unknown): update is PlainTextChunk {
   return hasOnly(update, 'sessionUpdate', 'content') && hasOnly(content, 'type', 'text');
 }
 
+/** True when `block` is `{ type: 'text', text }` and nothing else: the commonest prompt block, well formed without a schema. */
+export function isPlainTextBlock(block: unknown): block is { type: 'text'; text: string } {
+  if (block === null || typeof block !== 'object') return false;
+  const { type, text } = block as { type?: unknown; text?: unknown };
+  return type === 'text' && typeof text === 'string' && hasOnly(block, 'type', 'text');
+}
+
 /** True when `value` has no enumerable key besides `a` and `b`. */
 function hasOnly(value: object, a: string, b: string): boolean {
   for (const key in value) if (key !== a && key !== b) return false;
