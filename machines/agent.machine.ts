@@ -16,7 +16,7 @@
  * `starting` state (it is the same process once `connected`) and is released with
  * `stopChild`, whose cleanup kills the process group if it is still there.
  */
-import { assertEvent, assign, cancel, emit, enqueueActions, fromCallback, fromPromise, raise, sendParent, sendTo, setup, stopChild } from 'xstate';
+import { assertEvent, assign, cancel, emit, enqueueActions, fromCallback, fromPromise, raise, sendParent, sendTo, setup, stopChild, type StateValue } from 'xstate';
 import type { InitializeResponse } from '../core/acp-types.js';
 import type { ContainmentKind } from '../core/containment-kind.js';
 import { failures, type AgentFailure, type CommandResult } from '../core/errors.js';
@@ -56,7 +56,7 @@ import { exitOf, handshakeExitOf, handshakeTimeoutOf, initializeOf, lossOf, requ
 import { restartsWithin, type ClassAction } from './policies/class-policy.js';
 import { backoffDelay, jitterRoll } from './policies/backoff.policy.js';
 import type { SessionMachineInput } from './session-events.js';
-import { sessionMachine } from './session.machine.js';
+import { sessionMachine, sessionStatusOf } from './session.machine.js';
 import { workspaceMachine, type WorkspaceHoldInput } from './workspace.machine.js';
 
 export { sessionActorId, type AgentContext, type AgentEvent };
@@ -385,10 +385,10 @@ export const agentMachine = setup({
      * refused. The agent's own workspace asks all its sessions; a session's, that session.
      */
     markWorkspacesEnding: enqueueActions(({ enqueue, context, self }) => {
-      const children = self.getSnapshot().children as Record<string, { getSnapshot(): { context?: { sessionId?: string; status?: string } } } | undefined>;
+      const children = self.getSnapshot().children as Record<string, { getSnapshot(): { status: string; value: StateValue; context?: { sessionId?: string } } } | undefined>;
       const statusOf = (key: string) => {
-        const session = children[sessionActorId(key)]?.getSnapshot().context;
-        return { sessionId: session?.sessionId ?? key, status: session?.status ?? 'stopped' };
+        const session = children[sessionActorId(key)]?.getSnapshot();
+        return { sessionId: session?.context?.sessionId ?? key, status: session ? sessionStatusOf(session) : 'stopped' };
       };
       const all = context.sessionKeys.map(statusOf);
       for (const [id, key] of Object.entries(context.workspaceHolds)) {

@@ -12,7 +12,7 @@
  * `request.settled` (a busy or closed session refuses at once), and the stall policy is a
  * state of its own — cancel the turn, or ask the agent machine to restart the process.
  */
-import { assertEvent, assign, cancel, emit, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup } from 'xstate';
+import { assertEvent, assign, cancel, emit, enqueueActions, fromCallback, fromPromise, sendParent, sendTo, setup, type StateValue } from 'xstate';
 import type { StopReason } from '../core/acp-types.js';
 import { failures, type AgentFailure } from '../core/errors.js';
 import type { AgentFailureReport, RestartRequest } from './agent-events.js';
@@ -29,8 +29,12 @@ import type {
   StallPolicy,
 } from './session-events.js';
 
+/**
+ * The session's context. Its status is not kept here: it is the state (each state reports it
+ * with `reportStatus`, and the session's record follows those reports) — an assign per status
+ * change cost a copy of the snapshot twice a turn (docs/performance.md, *turns*).
+ */
 export interface SessionContext extends SessionMachineInput {
-  status: SessionStatus;
   turns: number;
   lastStopReason: StopReason | null;
   lastError: SessionFailure | null;
@@ -60,7 +64,7 @@ const askTimerId = (requestId: string) => `ask:${requestId}`;
 // Params read from the event, named so that every transition below stays a literal Stately's parser reads.
 function promptRequestOf({ event }: { event: SessionEvent }) {
   assertEvent(event, 'prompt');
-  return { requestId: event.requestId, kind: 'prompt' as const };
+  return { requestId: event.requestId };
 }
 function canLoadOf({ event }: { event: SessionEvent }) {
   assertEvent(event, ['resume', 'reopen']);
@@ -88,6 +92,21 @@ function sessionBusyAnswer({ context, event }: { context: SessionContext; event:
 function sessionFailedAnswer({ context, event }: { context: SessionContext; event: SessionEvent }) {
   assertEvent(event, ['prompt', 'resume']);
   return { requestId: event.requestId, result: { ok: false as const, failure: failures.sessionFailed(context.sessionId) } };
+}
+
+/**
+ * The status a session's snapshot stands for: the one its state reported on entry (the
+ * statechart's `reportStatus` params), read from the state value, or `stopped` once the actor
+ * is done. The context does not keep it (see {@link SessionContext}); the unit tests check
+ * after every step that this agrees with the status the machine last emitted.
+ */
+export function sessionStatusOf(snapshot: { status: string; value: StateValue }): SessionStatus {
+  if (snapshot.status !== 'active') return 'stopped';
+  const { value } = snapshot;
+  if (typeof value === 'string') return value === 'resuming' ? 'running' : (value as Exclude<SessionStatus, 'running' | 'awaiting_permission' | 'stalled'>);
+  const prompting = (value as { prompting?: StateValue }).prompting;
+  const phase = typeof prompting === 'string' ? prompting : Object.keys(prompting ?? {})[0];
+  return phase === 'awaitingPermission' ? 'awaiting_permission' : phase === 'stalled' ? 'stalled' : 'running';
 }
 
 export const sessionMachine = setup({
@@ -122,10 +141,7 @@ export const sessionMachine = setup({
     stallPolicyIs: ({ context }, params: { policy: StallPolicy }) => context.onStall === params.policy,
   },
   actions: {
-    reportStatus: enqueueActions(({ enqueue, context }, params: { status: SessionStatus }) => {
-      enqueue.assign({ status: params.status });
-      enqueue.emit({ type: 'status', agent: context.agent, sessionId: context.sessionId, status: params.status });
-    }),
+    reportStatus: emit(({ context }, params: { status: SessionStatus }) => ({ type: 'status' as const, agent: context.agent, sessionId: context.sessionId, status: params.status })),
     reportStall: emit(({ context }) => ({
       type: 'stall' as const,
       agent: context.agent,
@@ -151,7 +167,8 @@ export const sessionMachine = setup({
       enqueue.emit({ type: 'request.settled', requestId: request.id, result });
       enqueue.assign({ request: null });
     }),
-    countTurn: assign({ turns: ({ context }) => context.turns + 1, lastError: null }),
+    /** A prompt turn begins: counted, the last failure cleared, its caller waiting (one assign: a turn's hot path). */
+    acceptPrompt: assign(({ context }, params: { requestId: string }) => ({ turns: context.turns + 1, lastError: null, request: { id: params.requestId, kind: 'prompt' as const } })),
     clearFailure: assign({ lastError: null }),
     recordStopReason: enqueueActions(({ enqueue, context }, params: { stopReason: StopReason }) => {
       for (const requestId of context.pendingPermissions) enqueue.cancel(askTimerId(requestId));
@@ -212,7 +229,7 @@ export const sessionMachine = setup({
 }).createMachine({
   id: 'session',
   description: 'One ACP session of an agent: prompt turns, permission requests, stalls.',
-  context: ({ input }) => ({ ...input, status: 'ready', turns: 0, lastStopReason: null, lastError: null, pendingPermissions: [], request: null }),
+  context: ({ input }) => ({ ...input, turns: 0, lastStopReason: null, lastError: null, pendingPermissions: [], request: null }),
   initial: 'ready',
   invoke: {
     id: 'promptTurn',
@@ -245,7 +262,7 @@ export const sessionMachine = setup({
       description: 'Open, no turn yet (or just resumed).',
       entry: [{ type: 'reportStatus', params: { status: 'ready' } }, { type: 'settleRequest', params: { outcome: 'ok' } }],
       on: {
-        prompt: { target: '#session.prompting', actions: ['countTurn', { type: 'acceptRequest', params: promptRequestOf }], description: 'session.prompt(): send session/prompt.' },
+        prompt: { target: '#session.prompting', actions: { type: 'acceptPrompt', params: promptRequestOf }, description: 'session.prompt(): send session/prompt.' },
         resume: { actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) }, description: 'Nothing to resume.' },
       },
     },
@@ -347,7 +364,7 @@ export const sessionMachine = setup({
       description: 'The last turn ended with a stop reason; ready for the next prompt.',
       entry: [{ type: 'reportStatus', params: { status: 'completed' } }, { type: 'settleRequest', params: { outcome: 'ok' } }],
       on: {
-        prompt: { target: '#session.prompting', actions: ['countTurn', { type: 'acceptRequest', params: promptRequestOf }], description: 'The next prompt turn.' },
+        prompt: { target: '#session.prompting', actions: { type: 'acceptPrompt', params: promptRequestOf }, description: 'The next prompt turn.' },
         resume: { actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) }, description: 'Nothing to resume.' },
       },
     },

@@ -15,7 +15,7 @@ import type { PermissionPolicy, PermissionRequest } from '../core/permission-pol
 import { sessionActorId, type agentMachine } from '../machines/agent.machine.js';
 import type { PtyActivityState } from '../machines/pty-activity.machine.js';
 import type { SessionMachineInput, SessionStatus, StallPolicy } from '../machines/session-events.js';
-import type { sessionMachine } from '../machines/session.machine.js';
+import { sessionStatusOf, type sessionMachine } from '../machines/session.machine.js';
 import type { SweepResult } from '../services/agent-records.service.js';
 import type { FsSandbox } from '../services/fs-sandbox.service.js';
 import type { TerminalSet } from '../services/terminals/terminal-set.js';
@@ -186,7 +186,7 @@ export class SessionRecord {
   /** The machine's status, or `stopped` once its actor is gone. */
   status(): SessionStatus {
     const snapshot = this.actor()?.getSnapshot();
-    return snapshot && snapshot.status === 'active' ? snapshot.context.status : 'stopped';
+    return snapshot ? sessionStatusOf(snapshot) : 'stopped';
   }
 
   /**

@@ -18,7 +18,7 @@ export const sessionMachine = setup({
     acceptRequest: () => {},
     answerNow: () => {},
     settleRequest: () => {},
-    countTurn: () => {},
+    acceptPrompt: () => {},
     clearFailure: () => {},
     recordStopReason: () => {},
     recordFailure: () => {},
@@ -88,7 +88,7 @@ export const sessionMachine = setup({
       on: {
         prompt: {
           target: '#session.prompting',
-          actions: ['countTurn', { type: 'acceptRequest' }],
+          actions: { type: 'acceptPrompt' },
           description: 'session.prompt(): send session/prompt.',
         },
         resume: { actions: { type: 'answerNow' }, description: 'Nothing to resume.' },
@@ -225,7 +225,7 @@ export const sessionMachine = setup({
       on: {
         prompt: {
           target: '#session.prompting',
-          actions: ['countTurn', { type: 'acceptRequest' }],
+          actions: { type: 'acceptPrompt' },
           description: 'The next prompt turn.',
         },
         resume: { actions: { type: 'answerNow' }, description: 'Nothing to resume.' },

@@ -1,8 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createActor, createMachine, fromCallback, fromPromise, SimulatedClock } from 'xstate';
 import type { StopReason } from '../../core/acp-types.js';
 import type { LoadSessionInput, PromptTurnCommand, PromptTurnInput, SessionEvent, SessionMachineInput, SessionRequestResult } from '../../machines/session-events.js';
-import { sessionMachine } from '../../machines/session.machine.js';
+import { sessionMachine, sessionStatusOf } from '../../machines/session.machine.js';
 import { pendingTimers } from '../support/real-agents.js';
 
 interface FakeTurn {
@@ -11,6 +11,12 @@ interface FakeTurn {
   cancels: number;
   released: boolean;
 }
+
+/** Steps after which sessionStatusOf disagreed with the status the machine had just reported (checked after each test). */
+const statusMismatches: string[] = [];
+afterEach(() => {
+  expect(statusMismatches.splice(0)).toEqual([]);
+});
 
 /** A session actor whose turns the test settles by hand. */
 function startSession(overrides: Partial<SessionMachineInput> = {}) {
@@ -70,6 +76,11 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
   const stalls: string[] = [];
   const answers: Array<{ requestId: string; result: SessionRequestResult }> = [];
   actor.on('status', ({ status }) => statuses.push(status));
+  // The status is the state's, not the context's: after every step it is what the machine last reported.
+  actor.subscribe((snapshot) => {
+    const derived = sessionStatusOf(snapshot);
+    if (derived !== statuses.at(-1)) statusMismatches.push(`${JSON.stringify(snapshot.value)}: ${derived}, last reported ${statuses.at(-1)}`);
+  });
   actor.on('stall', ({ policy }) => stalls.push(policy));
   actor.on('request.settled', ({ requestId, result }) => answers.push({ requestId, result }));
   actor.start();
@@ -93,7 +104,8 @@ describe('session machine', () => {
     expect(session.answerTo(request)).toBeUndefined();
     session.turns[0]!.complete('end_turn');
     expect(session.value()).toBe('completed');
-    expect(session.actor.getSnapshot().context).toMatchObject({ lastStopReason: 'end_turn', turns: 1, status: 'completed', request: null });
+    expect(session.actor.getSnapshot().context).toMatchObject({ lastStopReason: 'end_turn', turns: 1, request: null });
+    expect(sessionStatusOf(session.actor.getSnapshot())).toBe('completed');
     expect(session.answerTo(request)).toEqual({ ok: true, stopReason: 'end_turn' });
     expect(session.statuses).toEqual(['ready', 'running', 'completed']);
   });
