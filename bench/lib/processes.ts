@@ -5,7 +5,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { sleep } from './stats.js';
 
-/** True while `pid` runs (a zombie counts as dead). */
+/**
+ * True while `pid` runs (a zombie counts as dead). A process whose main thread has exited
+ * still runs while another of its threads does: the kernel shows its main thread as a
+ * zombie until the last thread is gone (seen with Claude Code, whose last thread outlives
+ * its main one by ~20 ms after a SIGTERM).
+ */
 export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -13,7 +18,28 @@ export function isRunning(pid: number): boolean {
     return false;
   }
   const state = procStat(pid)?.state;
-  return state !== undefined && state !== 'Z' && state !== 'X';
+  if (state === undefined) return false;
+  return isLive(state) || hasLiveThread(pid);
+}
+
+const isLive = (state: string) => state !== 'Z' && state !== 'X';
+
+/** Whether any thread of `pid` has not exited yet. */
+function hasLiveThread(pid: number): boolean {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return false;
+  }
+  return tasks.some((task) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      return isLive(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+    } catch {
+      return false;
+    }
+  });
 }
 
 function procStat(pid: number): { state: string; ppid: number; pgrp: number } | undefined {

@@ -45,7 +45,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ClientCapabilities, SessionUpdate } from '@agentclientprotocol/sdk';
-import { descendantsOf, waitUntilGone } from '../../bench/lib/processes.js';
+import { descendantsOf, isRunning, waitUntilGone } from '../../bench/lib/processes.js';
 import { killGroup, startRawCommand, stopRawAgent, type RawAgent } from '../../bench/lib/raw-agent.js';
 import { median, round, spread, type Spread } from '../../bench/lib/stats.js';
 // agentvisor as a program that installed it runs it: the built package (dist/), as every benchmark does.
@@ -485,10 +485,13 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     );
     stopped = true;
     const t4 = now();
-    result.aliveAtStop = markedProcesses(mark).length;
-    const stopResolved = now();
+    // At once, before any slower look (the environment scan below reads every process and
+    // takes milliseconds, long enough for a straggler to finish): what the adapter started
+    // that still runs as its stop resolves, and how long after that it is all gone.
+    result.aliveAtStop = tree.filter(isRunning).length;
     await waitUntilGone(tree, 5000, 1);
-    result.treeGoneAfterStopMs = now() - stopResolved;
+    result.treeGoneAfterStopMs = now() - t4;
+    result.aliveAtStop = Math.max(result.aliveAtStop, markedProcesses(mark).length);
     result.ms = phaseTimes(t0, t1, t2, t3, t3b, t4);
     result.ok = true;
   } catch (error) {
