@@ -5,7 +5,7 @@
  * pair never is. Fast by design: one readdir of /proc, then one open/read/close per process
  * into a shared buffer (~10 µs a process), or only of the processes new since a previous scan.
  */
-import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 
 /** One process, as its /proc/<pid>/stat shows it. */
 export interface ProcEntry {
@@ -150,4 +150,18 @@ export function isRunningEntry(entry: ProcEntry): boolean {
 export function isRunningProcess(identity: ProcessIdentity): boolean {
   const entry = readProcEntry(identity.pid);
   return entry !== null && entry.startTime === identity.startTime && isRunningEntry(entry);
+}
+
+/**
+ * What makes a pid and start time name one process: this kernel's boot and this PID
+ * namespace (`<boot id>/<pid:[inode]>`). Two hosts, or two containers of one host, may show
+ * the same hostname and reuse each other's pids; they never share this. Null where /proc
+ * does not say (not Linux).
+ */
+export function pidDomain(): string | null {
+  try {
+    return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${readlinkSync('/proc/self/ns/pid')}`;
+  } catch {
+    return null;
+  }
 }

@@ -19,7 +19,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { AgentSpec } from '../../core/agent-spec.js';
 import { realClock, type Clock } from '../../core/clock.js';
 import type { PodTemplate, RuntimeSpec } from '../../core/runtime-spec.js';
-import { isSameProcess } from '../containment/proc-table.js';
+import { isSameProcess, pidDomain } from '../containment/proc-table.js';
 import { bounded } from '../../util/grace.js';
 import type { AgentRecords, RecordFile } from '../agent-records.service.js';
 import { defaultKillTimeoutMs, defaultShutdownTimeoutMs, podAgentArgv, removeTimeoutMs, signalScript, signalTimeoutMs, wrapperFailure } from './container.runtime.js';
@@ -67,9 +67,17 @@ export function labelValue(text: string): string {
   return head ? `${head}-${digest}` : digest;
 }
 
-/** This host as its pods' `agentvisor.io/host` label. */
-export function hostLabel(): string {
-  return labelValue(hostname());
+/**
+ * This host as its pods' `agentvisor.io/host` label: its name and a digest of its
+ * {@link pidDomain} (`<hostname>-<10 hex>`, a digest where the name is too long). The sweep
+ * selects pods by this label and counts a pod's supervisor dead when its pid and start time
+ * are not on this host: with the name alone, two machines (or containers) of the same name
+ * would each take the other's live pods for orphans.
+ */
+export function hostLabel(host: string = hostname(), domain: string | null = pidDomain()): string {
+  if (domain === null) return labelValue(host);
+  const digest = createHash('sha256').update(domain).digest('hex').slice(0, 10);
+  return `${labelValue(host).slice(0, 52).replace(/[^A-Za-z0-9]+$/, '')}-${digest}`.replace(/^-/, '');
 }
 
 /** The grace the ladder gives an agent, in whole seconds: the pod's termination grace and its deletion's. */

@@ -3,10 +3,12 @@
  * validation (exactly one of pod and template, the template's own fields) and the pod
  * manifest built from it, and how a pod's status is read (why it is Pending, whether it is gone).
  */
+import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
+import { pidDomain } from '../../services/containment/proc-table.js';
 import { validateAgentSpec, type AgentSpec } from '../../core/agent-spec.js';
 import { apiFailure } from '../../services/runtimes/kube-api.js';
-import { defaultPendingTimeoutMs, graceSeconds, keepaliveCommand, labelValue, newPodName, pendingReason, pendingWaitMs, podLabels, podManifest, podStanding, type PodTemplateRuntime } from '../../services/runtimes/kubernetes-pod.runtime.js';
+import { defaultPendingTimeoutMs, graceSeconds, hostLabel, keepaliveCommand, labelValue, newPodName, pendingReason, pendingWaitMs, podLabels, podManifest, podStanding, type PodTemplateRuntime } from '../../services/runtimes/kubernetes-pod.runtime.js';
 
 const owner = { agent: 'coder', supervisorProcess: '4242-123456', supervisorInstance: 'build-1/4242-123456', host: 'build-1' };
 
@@ -108,6 +110,22 @@ describe('the pod manifest', () => {
     expect(labelValue('coder')).toBe('coder');
     expect(labelValue('my agent/1')).toMatch(/^my-agent-1-[0-9a-f]{10}$/);
     expect(labelValue('x'.repeat(80)).length).toBeLessThanOrEqual(63);
+  });
+
+  it("the host label tells apart hosts (or containers) of the same name: it carries the boot and PID namespace's digest", () => {
+    const here = hostLabel('build', 'boot-a/pid:[4026531836]');
+    expect(here).toMatch(/^build-[0-9a-f]{10}$/);
+    expect(hostLabel('build', 'boot-a/pid:[4026531836]')).toBe(here); // the same host, every time
+    expect(hostLabel('build', 'boot-b/pid:[4026531836]')).not.toBe(here); // another machine of that name
+    expect(hostLabel('build', 'boot-a/pid:[4026532001]')).not.toBe(here); // another container of that kernel
+    expect(hostLabel('build', null)).toBe('build'); // nowhere to read the domain from: the name alone
+    for (const host of ['x'.repeat(80), 'my host.local', '---']) {
+      const label = hostLabel(host, 'boot-a/pid:[1]');
+      expect(label.length).toBeLessThanOrEqual(63);
+      expect(label).toMatch(/^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$/);
+    }
+    expect(pidDomain()).toMatch(/^[0-9a-f-]{36}\/pid:\[\d+\]$/); // this Linux host's
+    expect(hostLabel()).toBe(hostLabel(hostname(), pidDomain()));
   });
 });
 
