@@ -172,18 +172,23 @@ export class Supervisor {
    * of the agent, its containment's wrapper and everything they started (docs/containment.md);
    * null while it has no process, or where /proc cannot be read. The CPU share is measured
    * since the previous call when that was 0.1-10 s ago, else over a fresh 250 ms. Of a remote
-   * runtime (ssh, docker, kubernetes) only the local client's processes count. Throws
-   * `unknown_agent`.
+   * runtime (ssh, docker, `kubectl exec`) only the local client's processes count; an agent in a
+   * pod the supervisor made has no process here (null). Throws `unknown_agent`.
    */
   async resourceUsage(name: string): Promise<ResourceUsage | null> {
     const { pid } = this.summary(agentName(name));
-    return (await this.usage.sample([{ name, pid }])).get(name) ?? null;
+    return (await this.usage.sample([{ name, pid: this.localPid(name, pid) }])).get(name) ?? null;
   }
 
   /** {@link resourceUsage} of every registered agent, by name, measured together (one wait at most). */
   async resourceUsages(): Promise<Record<string, ResourceUsage | null>> {
-    const rows = this.list().map(({ name, pid }) => ({ name, pid }));
+    const rows = this.list().map(({ name, pid }) => ({ name, pid: this.localPid(name, pid) }));
     return Object.fromEntries(await this.usage.sample(rows));
+  }
+
+  /** The agent's pid on this host: none for an agent in a pod (its pid is the pod's, and names some other process here). */
+  private localPid(name: string, pid: number | null): number | null {
+    return this.runtime.runsLocally(name) ? pid : null;
   }
 
   /** The agent's spec, without its env values (their names only). Throws `unknown_agent`. */

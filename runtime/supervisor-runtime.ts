@@ -470,6 +470,11 @@ export class SupervisorRuntime {
     return spec;
   }
 
+  /** Whether the agent runs as a process of this host (or a local client of a remote one); false for a pod the supervisor made, whose pid is the pod's. */
+  runsLocally(name: string): boolean {
+    return !this.pods.handles(this.spec(name));
+  }
+
   agentActor(name: string): AgentActorRef | undefined {
     // Own children only: a name like `constructor` must not find Object.prototype's.
     const children = this.actor.getSnapshot().children;

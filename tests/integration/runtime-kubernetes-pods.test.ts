@@ -83,6 +83,9 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     expect(api.execCommands[0]).toContain(fixtureSpec().args![0]);
     expect(api.processes().length).toBeGreaterThan(0);
     expect(handle.pid).toBeGreaterThan(0);
+    // That pid is the agent's group in the pod: nothing of it runs on this host to be measured.
+    expect(await env.supervisor.resourceUsage('coder')).toBeNull();
+    expect((await env.supervisor.resourceUsages())['coder']).toBeNull();
 
     const session = await env.supervisor.newSession('coder', { cwd: '/' });
     const chunks: string[] = [];
