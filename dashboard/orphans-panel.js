@@ -5,7 +5,7 @@
  * when there are several. What a row says is decided in rows.js.
  */
 import { byTestId, h, renderKeyed } from './dom.js';
-import { orphanRowView, orphansPanelView } from './rows.js';
+import { orphanKey, orphanRowView, orphansPanelView } from './rows.js';
 
 /** @import { DashboardState, Orphan } from './store.js' */
 
@@ -22,7 +22,7 @@ export function createOrphansPanel() {
     /** The leftovers as last listed, and the kills under way. */
     render(/** @type {DashboardState} */ state) {
       const view = orphansPanelView(state.orphans);
-      renderKeyed(list, rows, state.orphans.rows, (orphan) => String(orphan.pid), createRow, (parts, orphan) => {
+      renderKeyed(list, rows, state.orphans.rows, orphanKey, createRow, (parts, orphan) => {
         parts.kill.disabled = view.killWaits(orphan.pid);
       });
       empty.hidden = !view.empty;
@@ -37,6 +37,7 @@ export function createOrphansPanel() {
 function createRow(orphan) {
   const view = orphanRowView(orphan);
   const kill = h('button', { type: 'button', 'data-action': 'kill-orphan', 'data-pid': orphan.pid, 'data-testid': 'orphan-kill', title: view.killTitle }, 'kill');
+  kill.hidden = !view.killable;
   const element = h(
     'li',
     { class: 'orphan', 'data-testid': 'orphan', 'data-pid': orphan.pid, 'data-agent': orphan.agent },

@@ -88,13 +88,29 @@ export function permissionRowView(row) {
  */
 export function orphanRowView(orphan) {
   const started = orphan.startedAt === null ? 'start unknown' : `started ${dateTime(orphan.startedAt)}`;
+  if (orphan.pod) {
+    // A pod the supervisor made: nothing of it runs here (pid 0), and a kill names pids, so only `kill all` deletes it.
+    return {
+      title: `pod ${orphan.pod} · ${orphan.agent}`,
+      command: orphan.command,
+      facts: `recorded ${dateTime(orphan.recordedAt)} · left by pid ${orphan.owner}`,
+      killTitle: 'kill all deletes this pod through the Kubernetes API',
+      killable: false,
+    };
+  }
   const left = [orphan.running ? null : 'its process is gone', orphan.container ? `container ${orphan.container}` : null].filter(Boolean).join(' · ');
   return {
     title: `pid ${orphan.pid} · ${orphan.agent}${orphan.terminal ? ' (terminal)' : ''}`,
     command: orphan.command,
     facts: `${started} · left by pid ${orphan.owner}${left ? ` · ${left}` : ''}`,
     killTitle: `SIGKILL what is left of pid ${orphan.pid}`,
+    killable: true,
   };
+}
+
+/** What tells one leftover's row from the others: its pod (pods all show pid 0), else its pid. */
+export function orphanKey(/** @type {Orphan} */ orphan) {
+  return orphan.pod ? `pod:${orphan.pod}` : String(orphan.pid);
 }
 
 /**
@@ -105,7 +121,8 @@ export function orphanRowView(orphan) {
 export function orphansPanelView(orphans) {
   return {
     empty: orphans.rows.length === 0,
-    killAllShown: orphans.rows.length >= 2,
+    // Kill all for two or more, and for a pod (no row of a pod has a kill of its own).
+    killAllShown: orphans.rows.length >= 2 || orphans.rows.some((orphan) => Boolean(orphan.pod)),
     killAllWaits: orphans.killing.size > 0,
     policy: orphans.policy ? `· at start: ${orphans.policy}` : '',
     /** @param {number} pid */

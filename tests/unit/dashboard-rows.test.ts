@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SessionRow } from '../../daemon/api-types.js';
 import { clockTime, counted, dateTime, errorText, exitText, promptText } from '../../dashboard/format.js';
-import { agentRowView, killedNotice, orphanRowView, orphansPanelView, permissionRowView, sessionRowView } from '../../dashboard/rows.js';
+import { agentRowView, killedNotice, orphanKey, orphanRowView, orphansPanelView, permissionRowView, sessionRowView } from '../../dashboard/rows.js';
 import type { ClientAgent, ClientPermission, Orphan } from '../../dashboard/store.js';
 import { agentRow, sessionRow } from './dashboard-samples.js';
 
@@ -166,7 +166,22 @@ describe('orphans', () => {
       command: 'sleep',
       facts: `started ${new Date(at).toLocaleString()} · left by pid 17`,
       killTitle: 'SIGKILL what is left of pid 4242',
+      killable: true,
     });
+    expect(orphanKey(orphan())).toBe('4242');
+  });
+
+  it('a pod a crashed supervisor made: named by its pod (all pods show pid 0), no kill of its own, kill all shown for it', () => {
+    const pods = [orphan({ pid: 0, pod: 'ai/agentvisor-coder-1', running: false, containment: null }), orphan({ pid: 0, pod: 'ai/agentvisor-coder-2', running: false })];
+    expect(orphanRowView(pods[0]!)).toEqual({
+      title: 'pod ai/agentvisor-coder-1 · one',
+      command: 'sleep',
+      facts: `recorded ${new Date(at).toLocaleString()} · left by pid 17`,
+      killTitle: 'kill all deletes this pod through the Kubernetes API',
+      killable: false,
+    });
+    expect(new Set(pods.map(orphanKey)).size).toBe(2);
+    expect(orphansPanelView({ rows: [pods[0]!], policy: null, killing: new Set() }).killAllShown).toBe(true);
   });
 
   it('a terminal command, its start unknown, its process gone and its container left', () => {
