@@ -361,9 +361,9 @@ async function readPod(pod: AgentPod): Promise<V1Pod | null> {
   }
 }
 
-/** `promise`, but at most `ms` of real time: past it, rejects saying what took too long. */
-function boundedCall<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return bounded(promise, ms, () => new Error(`${what} took more than ${ms} ms`));
+/** `promise`, but at most `ms` of real time: past it, rejects saying what took too long (and a late result goes to `disposeLate`). */
+function boundedCall<T>(promise: Promise<T>, ms: number, what: string, disposeLate?: (late: T) => void): Promise<T> {
+  return bounded(promise, ms, () => new Error(`${what} took more than ${ms} ms`), realClock, disposeLate);
 }
 
 /**
@@ -480,7 +480,9 @@ async function startAgent(pod: AgentPod, spec: AgentSpec, signal: AbortSignal, o
   const killInPod = async (name: 'SIGTERM' | 'SIGKILL') => {
     const command = ['/bin/sh', '-c', signalScript, 'agentvisor-signal', name === 'SIGTERM' ? 'TERM' : 'KILL', String(pgid)];
     try {
-      const kill = await boundedCall(openExec(pod.cluster, target, command, { stdin: false, connectTimeoutMs: signalTimeoutMs, ...(options.protocols ? { protocols: options.protocols } : {}) }), signalTimeoutMs, 'the in-pod kill');
+      // An exec that opens only after the bound is closed as it comes.
+      const opening = openExec(pod.cluster, target, command, { stdin: false, connectTimeoutMs: signalTimeoutMs, ...(options.protocols ? { protocols: options.protocols } : {}) });
+      const kill = await boundedCall(opening, signalTimeoutMs, 'the in-pod kill', (late) => late.close());
       await boundedCall(kill.ended, signalTimeoutMs, 'the in-pod kill').catch(() => kill.close());
       kill.close();
     } catch {

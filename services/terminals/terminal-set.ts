@@ -142,12 +142,11 @@ export class TerminalSet {
       })();
       let terminal: Terminal;
       try {
-        terminal = await bounded(starting, this.requestTimeoutMs, () => new TerminalTimeout('terminal/create', this.requestTimeoutMs), this.clock);
+        // A command that starts after the bound is killed at once (nobody knows its id).
+        terminal = await bounded(starting, this.requestTimeoutMs, () => new TerminalTimeout('terminal/create', this.requestTimeoutMs), this.clock, (late) => void late.release(this.requestTimeoutMs).catch(() => {}));
       } catch (error) {
-        // Timed out (or failed): a cwd check that answers later starts nothing, and a
-        // command that started in the last instant is killed at once (nobody knows its id).
+        // Timed out (or failed): a cwd check that answers later starts nothing.
         abandoned = true;
-        void starting.then((late) => late.release(this.requestTimeoutMs)).catch(() => {});
         throw error;
       }
       if (this.closed) {
