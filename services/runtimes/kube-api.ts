@@ -55,7 +55,18 @@ export async function openCluster(address: ClusterAddress): Promise<Cluster> {
     throw new RuntimeFailureError('runtime_missing', `context ${address.context} does not exist in the kubeconfig`);
   }
   if (!config.getCurrentCluster()) throw new RuntimeFailureError('runtime_missing', 'the kubeconfig names no cluster for its current context');
+  // With no kubeconfig anywhere (no KUBECONFIG, no ~/.kube/config, not in a pod), the client
+  // library makes one up for http://localhost:8080: refused, and retried as unreachable forever.
+  if (!address.kubeconfig && isMadeUpConfig(config)) {
+    throw new RuntimeFailureError('runtime_missing', 'no kubeconfig was found: give the runtime a kubeconfig, or set KUBECONFIG, or write ~/.kube/config (in a pod: mount its service account token)');
+  }
   return { config, core: config.makeApiClient(client.CoreV1Api), client };
+}
+
+/** The stand-in configuration `loadFromDefault()` makes when it finds none (client-node 1.x). */
+function isMadeUpConfig(config: KubeConfig): boolean {
+  const cluster = config.getCurrentCluster();
+  return config.getCurrentContext() === 'loaded-context' && cluster?.name === 'cluster' && cluster.server === 'http://localhost:8080' && config.getCurrentUser()?.name === 'user';
 }
 
 /** Network failures: the API server cannot be reached (as opposed to refusing). */

@@ -4,10 +4,13 @@
  * manifest built from it, and how a pod's status is read (why it is Pending, whether it is gone).
  */
 import { hostname } from 'node:os';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import { pidDomain } from '../../services/containment/proc-table.js';
 import { validateAgentSpec, type AgentSpec } from '../../core/agent-spec.js';
-import { apiFailure } from '../../services/runtimes/kube-api.js';
+import { apiFailure, openCluster } from '../../services/runtimes/kube-api.js';
 import { defaultPendingTimeoutMs, graceSeconds, hostLabel, keepaliveCommand, labelValue, newPodName, pendingReason, pendingWaitMs, podLabels, podManifest, podStanding, type PodTemplateRuntime } from '../../services/runtimes/kubernetes-pod.runtime.js';
 
 const owner = { agent: 'coder', supervisorProcess: '4242-123456', supervisorInstance: 'build-1/4242-123456', host: 'build-1' };
@@ -165,3 +168,25 @@ describe('how long a start waits, and the API\'s answers', () => {
     expect([400, 404, 409, 422].map(answered)).toEqual(['runtime_missing', 'runtime_missing', 'runtime_missing', 'runtime_missing']);
   });
 });
+
+describe('finding the cluster', () => {
+  it('no kubeconfig anywhere is runtime_missing at once, not localhost:8080 retried as unreachable; a kubeconfig that names it is taken', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'agentvisor-kube-home-'));
+    try {
+      vi.stubEnv('KUBECONFIG', '');
+      vi.stubEnv('HOME', home);
+      await expect(openCluster({})).rejects.toMatchObject({ kind: 'runtime_missing', detail: expect.stringContaining('no kubeconfig was found') });
+      const file = join(home, 'local.yaml');
+      writeFileSync(
+        file,
+        ['apiVersion: v1', 'kind: Config', 'clusters: [{ name: local, cluster: { server: "http://localhost:8080" } }]', 'users: [{ name: me, user: {} }]', 'contexts: [{ name: local, context: { cluster: local, user: me } }]', 'current-context: local', ''].join('\n'),
+      );
+      const cluster = await openCluster({ kubeconfig: file });
+      expect(cluster.config.getCurrentCluster()?.server).toBe('http://localhost:8080');
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
