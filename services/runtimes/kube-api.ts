@@ -54,13 +54,35 @@ export async function openCluster(address: ClusterAddress): Promise<Cluster> {
   if (address.context && config.getContextObject(address.context) === null) {
     throw new RuntimeFailureError('runtime_missing', `context ${address.context} does not exist in the kubeconfig`);
   }
-  if (!config.getCurrentCluster()) throw new RuntimeFailureError('runtime_missing', 'the kubeconfig names no cluster for its current context');
   // With no kubeconfig anywhere (no KUBECONFIG, no ~/.kube/config, not in a pod), the client
   // library makes one up for http://localhost:8080: refused, and retried as unreachable forever.
   if (!address.kubeconfig && isMadeUpConfig(config)) {
     throw new RuntimeFailureError('runtime_missing', 'no kubeconfig was found: give the runtime a kubeconfig, or set KUBECONFIG, or write ~/.kube/config (in a pod: mount its service account token)');
   }
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new RuntimeFailureError('runtime_missing', 'the kubeconfig names no cluster for its current context');
+  if (!isHttpUrl(cluster.server)) throw new RuntimeFailureError('runtime_missing', `the kubeconfig's cluster ${cluster.name} has no http(s) server address (${JSON.stringify(cluster.server)})`);
+  if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {
+    throw new RuntimeFailureError('runtime_missing', `the kubeconfig's cluster ${cluster.name} is plain http (${cluster.server}), which the client library takes only with insecure-skip-tls-verify: true`);
+  }
+  // The credentials now, before any request: a credential plugin that fails (a login needed, a
+  // command not installed) or a certificate file that is not there is the kubeconfig's
+  // problem, not an API server that cannot be reached (which is retried).
+  try {
+    await config.applyToHTTPSOptions({});
+  } catch (error) {
+    throw new RuntimeFailureError('runtime_auth_failed', `the kubeconfig's credentials cannot be used: ${messageOf(error).trim() || 'its credential plugin failed'}`);
+  }
   return { config, core: config.makeApiClient(client.CoreV1Api), client };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'https:' || protocol === 'http:';
+  } catch {
+    return false;
+  }
 }
 
 /** The stand-in configuration `loadFromDefault()` makes when it finds none (client-node 1.x). */

@@ -179,10 +179,25 @@ describe('finding the cluster', () => {
       const file = join(home, 'local.yaml');
       writeFileSync(
         file,
-        ['apiVersion: v1', 'kind: Config', 'clusters: [{ name: local, cluster: { server: "http://localhost:8080" } }]', 'users: [{ name: me, user: {} }]', 'contexts: [{ name: local, context: { cluster: local, user: me } }]', 'current-context: local', ''].join('\n'),
+        ['apiVersion: v1', 'kind: Config', 'clusters: [{ name: local, cluster: { server: "http://localhost:8080", insecure-skip-tls-verify: true } }]', 'users: [{ name: me, user: {} }]', 'contexts: [{ name: local, context: { cluster: local, user: me } }]', 'current-context: local', ''].join('\n'),
       );
       const cluster = await openCluster({ kubeconfig: file });
       expect(cluster.config.getCurrentCluster()?.server).toBe('http://localhost:8080');
+
+      // A kubeconfig that cannot work is the kubeconfig's failure (not retried), never "unreachable" (retried forever).
+      const kubeconfig = (server: string, user: string) => {
+        const path = join(home, `config-${Math.random().toString(36).slice(2)}.yaml`);
+        writeFileSync(path, ['apiVersion: v1', 'kind: Config', `clusters: [{ name: c, cluster: { server: ${JSON.stringify(server)} } }]`, `users: [{ name: u, user: ${user} }]`, 'contexts: [{ name: c, context: { cluster: c, user: u } }]', 'current-context: c', ''].join('\n'));
+        return path;
+      };
+      const plugin = (command: string, args: string[]) => `{ exec: { apiVersion: client.authentication.k8s.io/v1beta1, command: ${JSON.stringify(command)}, args: ${JSON.stringify(args)}, interactiveMode: Never } }`;
+      await expect(openCluster({ kubeconfig: kubeconfig('https://127.0.0.1:1', plugin('/bin/sh', ['-c', 'echo please log in first >&2; exit 1'])) })).rejects.toMatchObject({
+        kind: 'runtime_auth_failed',
+        detail: "the kubeconfig's credentials cannot be used: please log in first",
+      });
+      await expect(openCluster({ kubeconfig: kubeconfig('https://127.0.0.1:1', plugin('/nonexistent/login-plugin', [])) })).rejects.toMatchObject({ kind: 'runtime_auth_failed', detail: expect.stringContaining('ENOENT') });
+      await expect(openCluster({ kubeconfig: kubeconfig('htps//cluster.example', '{}') })).rejects.toMatchObject({ kind: 'runtime_missing', detail: expect.stringContaining('no http(s) server address') });
+      await expect(openCluster({ kubeconfig: kubeconfig('http://127.0.0.1:1', '{}') })).rejects.toMatchObject({ kind: 'runtime_missing', detail: expect.stringContaining('only with insecure-skip-tls-verify: true') });
     } finally {
       vi.unstubAllEnvs();
       rmSync(home, { recursive: true, force: true });
