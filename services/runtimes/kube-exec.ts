@@ -82,7 +82,7 @@ export async function openExec(cluster: Cluster, target: ExecTarget, command: re
   // ws is loaded with the first exec, as the client library is: nothing of it at start-up.
   const { default: WebSocketClass } = await import('ws');
   const socket = new WebSocketClass(url, [...(options.protocols ?? execProtocols)], socketOptions);
-  await new Promise<void>((resolve, reject) => {
+  return new Promise<ExecStream>((resolve, reject) => {
     const fail = (error: RuntimeFailureError) => {
       socket.removeAllListeners();
       socket.on('error', () => {});
@@ -92,7 +92,9 @@ export async function openExec(cluster: Cluster, target: ExecTarget, command: re
     socket.once('open', () => {
       socket.removeAllListeners('error');
       socket.removeAllListeners('unexpected-response');
-      resolve();
+      // The streams are attached here, in the same tick as the upgrade: frames that came with
+      // its answer are read right after 'open', before a promise's continuation would run.
+      resolve(execStream(socket, options));
     });
     socket.once('unexpected-response', (_request, response) => {
       let body = '';
@@ -105,7 +107,6 @@ export async function openExec(cluster: Cluster, target: ExecTarget, command: re
       fail(new RuntimeFailureError('runtime_unreachable', `${where}: the API server cannot be reached: ${error.message}`));
     });
   });
-  return execStream(socket, options);
 }
 
 /** A refused upgrade as a runtime failure. */
