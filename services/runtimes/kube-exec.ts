@@ -148,16 +148,30 @@ function execStream(socket: WebSocket, options: ExecOptions): ExecStream {
     },
   });
   stdin.on('error', () => {});
+  // Backpressure: an output stream its reader does not keep up with pauses the socket (and so
+  // the API server and the command) until it drains, instead of buffering without bound.
+  let full = 0;
+  const deliver = (stream: PassThrough, body: Buffer) => {
+    if (stream.write(body)) return;
+    if (full++ === 0) socket.pause();
+    const drained = () => {
+      stream.off('drain', drained);
+      stream.off('close', drained);
+      if (--full === 0) socket.resume();
+    };
+    stream.on('drain', drained);
+    stream.on('close', drained);
+  };
   socket.on('message', (data: Buffer, isBinary: boolean) => {
     const frame = isBinary ? data : Buffer.from(data);
     if (frame.length === 0) return;
     const body = frame.subarray(1);
     switch (frame[0]) {
       case channel.stdout:
-        stdout.write(body);
+        deliver(stdout, body);
         break;
       case channel.stderr:
-        stderr.write(body);
+        deliver(stderr, body);
         break;
       case channel.status:
         status = statusEnd(body);

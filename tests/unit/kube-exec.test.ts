@@ -1,6 +1,7 @@
 /**
- * The exec stream's own edge: frames that an API server sends in the same write as its 101
- * answer (they reach the client with the upgrade, before any later read) are not lost.
+ * The exec stream's own edges: frames that an API server sends in the same write as its 101
+ * answer (they reach the client with the upgrade, before any later read) are not lost, and
+ * output nobody reads yet waits in the socket, not in memory without bound.
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,18 +45,22 @@ async function upgradeAndFramesInOneWrite(after: Buffer): Promise<{ port: number
   return { port: (server.address() as { port: number }).port };
 }
 
+/** A cluster whose kubeconfig points at 127.0.0.1:`port` (plain http, as the stand-ins are). */
+async function clusterAt(port: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'agentvisor-kube-exec-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const kubeconfig = join(dir, 'config');
+  writeFileSync(
+    kubeconfig,
+    ['apiVersion: v1', 'kind: Config', `clusters: [{ name: c, cluster: { server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true } }]`, 'users: [{ name: u, user: { token: t } }]', 'contexts: [{ name: c, context: { cluster: c, user: u } }]', 'current-context: c', ''].join('\n'),
+  );
+  return openCluster({ kubeconfig });
+}
+
 describe('openExec', () => {
   it('reads the frames that came with the 101 answer', async () => {
     const { port } = await upgradeAndFramesInOneWrite(Buffer.concat([frame(1, 'hello from the upgrade'), frame(2, 'marker 42\n'), frame(3, JSON.stringify({ status: 'Success' }))]));
-    const dir = mkdtempSync(join(tmpdir(), 'agentvisor-kube-exec-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const kubeconfig = join(dir, 'config');
-    writeFileSync(
-      kubeconfig,
-      ['apiVersion: v1', 'kind: Config', `clusters: [{ name: c, cluster: { server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true } }]`, 'users: [{ name: u, user: { token: t } }]', 'contexts: [{ name: c, context: { cluster: c, user: u } }]', 'current-context: c', ''].join('\n'),
-    );
-    const cluster = await openCluster({ kubeconfig });
-    const exec = await openExec(cluster, { namespace: 'ai', pod: 'p' }, ['true'], { stdin: false });
+    const exec = await openExec(await clusterAt(port), { namespace: 'ai', pod: 'p' }, ['true'], { stdin: false });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     exec.stdout.on('data', (chunk: Buffer) => out.push(chunk));
@@ -63,5 +68,23 @@ describe('openExec', () => {
     expect(await exec.ended).toEqual({ exitCode: 0, dropped: false, message: '' });
     expect(Buffer.concat(out).toString()).toBe('hello from the upgrade');
     expect(Buffer.concat(err).toString()).toBe('marker 42\n');
+  });
+
+  it('output nobody reads yet stays in the socket (paused), and all of it comes, in order, once it is read', async () => {
+    const chunk = 'x'.repeat(99);
+    const frames = Array.from({ length: 3_000 }, (_, i) => frame(1, `${String(i).padStart(5, '0')}${chunk}`.slice(0, 100)));
+    const { port } = await upgradeAndFramesInOneWrite(Buffer.concat([...frames, frame(3, JSON.stringify({ status: 'Success' }))]));
+    const exec = await openExec(await clusterAt(port), { namespace: 'ai', pod: 'p' }, ['cat', 'big'], { stdin: false });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the server's 300 KB are all sent by now
+    // Both sides of the output stream's buffer: what waits to be read, and what waits to be taken in.
+    expect(exec.stdout.readableLength + exec.stdout.writableLength).toBeLessThanOrEqual(64 * 1024);
+    const out: Buffer[] = [];
+    exec.stdout.on('data', (data: Buffer) => out.push(data));
+    await new Promise((resolve) => exec.stdout.once('end', resolve));
+    expect(await exec.ended).toEqual({ exitCode: 0, dropped: false, message: '' });
+    const text = Buffer.concat(out).toString();
+    expect(text.length).toBe(3_000 * 100);
+    expect(text.slice(0, 5)).toBe('00000');
+    expect(text.slice(-100, -95)).toBe('02999');
   });
 });
