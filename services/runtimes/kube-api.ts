@@ -4,6 +4,9 @@
  * of a second, which no other command and no other agent pays), a cluster from a kubeconfig
  * and a context, and the API's failures as the runtime kinds of core/errors.ts.
  */
+import { request as httpRequest, STATUS_CODES, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createInterface } from 'node:readline';
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { RuntimeFailure } from './runtime.js';
 
@@ -149,3 +152,47 @@ function apiMessage(error: unknown): string {
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * A watch of `path` (`?watch=true` and `query`): each event to `onEvent` as its line comes;
+ * resolves when the server ends the watch, rejects with the API's status (`statusCode`) or a
+ * network error. `signal` ends it at any point, before the answer's headers too — the client
+ * library's Watch can be aborted only once they came, so an API server that accepts and never
+ * answers would hold it (and its socket) for good.
+ */
+export async function watchObjects<T>(cluster: Cluster, path: string, query: Record<string, string>, onEvent: (type: string, object: T) => void, signal: AbortSignal): Promise<void> {
+  const server = cluster.config.getCurrentCluster()?.server;
+  if (!server) throw new RuntimeFailureError('runtime_missing', 'the kubeconfig names no cluster');
+  const url = new URL(`${server.replace(/\/$/, '')}${path}`);
+  url.searchParams.set('watch', 'true');
+  for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
+  const options: RequestOptions = { method: 'GET', headers: {} };
+  await cluster.config.applyToHTTPSOptions(options);
+  signal.throwIfAborted();
+  await new Promise<void>((resolve, reject) => {
+    const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { ...options, signal }, (response) => {
+      if (response.statusCode !== 200) {
+        response.resume();
+        const error = new Error(STATUS_CODES[response.statusCode ?? 500] ?? `HTTP ${response.statusCode}`) as Error & { statusCode?: number };
+        error.statusCode = response.statusCode;
+        reject(error);
+        return;
+      }
+      const lines = createInterface({ input: response, crlfDelay: Infinity });
+      lines.on('line', (line) => {
+        let event: { type?: unknown; object?: unknown };
+        try {
+          event = JSON.parse(line) as { type?: unknown; object?: unknown };
+        } catch {
+          return; // not an event
+        }
+        if (typeof event.type === 'string') onEvent(event.type, event.object as T);
+      });
+      response.on('error', reject);
+      lines.on('close', () => (response.errored ? reject(response.errored) : resolve()));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+

@@ -23,7 +23,7 @@ import { isSameProcess, pidDomain } from '../containment/proc-table.js';
 import { bounded } from '../../util/grace.js';
 import type { AgentRecords, RecordFile } from '../agent-records.service.js';
 import { defaultKillTimeoutMs, defaultShutdownTimeoutMs, podAgentArgv, removeTimeoutMs, signalScript, signalTimeoutMs, wrapperFailure } from './container.runtime.js';
-import { apiFailure, messageOf, openCluster, RuntimeFailureError, statusOf, type Cluster } from './kube-api.js';
+import { apiFailure, messageOf, openCluster, RuntimeFailureError, statusOf, watchObjects, type Cluster } from './kube-api.js';
 import { openExec, type ExecEnd, type ExecStream } from './kube-exec.js';
 import { envPreamble, remotePidMarker, type PodLeftover, type RuntimeConnector, type RuntimeFailure, type RuntimeTransport } from './runtime.js';
 
@@ -387,18 +387,18 @@ async function deletePod(pod: AgentPod, gracePeriodSeconds: number): Promise<boo
  */
 async function waitUntilRunning(pod: AgentPod, timeoutMs: number, signal: AbortSignal, clock: Clock): Promise<void> {
   const where = `pod ${pod.namespace}/${pod.name}`;
-  const { client, config } = pod.cluster;
   signal.throwIfAborted();
   await new Promise<void>((resolve, reject) => {
     let finished = false;
     let reason: string | null = null;
-    let controller: AbortController | null = null;
+    /** Ends the watch in flight at any point (before its answer's headers too). */
+    const watching = new AbortController();
     const finish = (error?: unknown) => {
       if (finished) return;
       finished = true;
       clock.clearTimeout(timer);
       signal.removeEventListener('abort', aborted);
-      controller?.abort();
+      watching.abort();
       if (error === undefined) resolve();
       else reject(error);
     };
@@ -408,37 +408,26 @@ async function waitUntilRunning(pod: AgentPod, timeoutMs: number, signal: AbortS
       timeoutMs,
     );
     signal.addEventListener('abort', aborted, { once: true });
+    const onEvent = (type: string, object: V1Pod) => {
+      if (finished) return;
+      if (type === 'DELETED') return finish(new RuntimeFailureError('runtime_missing', `${where} was deleted before it ran`));
+      if (type !== 'ADDED' && type !== 'MODIFIED') return;
+      const phase = object.status?.phase;
+      if (phase === 'Running') return finish();
+      if (phase === 'Failed' || phase === 'Succeeded') {
+        return finish(new RuntimeFailureError('runtime_missing', `${where} ended (${phase}) before it ran${pendingReason(object) ? `: ${pendingReason(object)}` : ''}`));
+      }
+      reason = pendingReason(object) ?? reason;
+    };
     const watch = () => {
       if (finished) return;
-      new client.Watch(config)
-        .watch(
-          `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods`,
-          { fieldSelector: `metadata.name=${pod.name}` },
-          (type: string, object: V1Pod) => {
-            if (type === 'DELETED') return finish(new RuntimeFailureError('runtime_missing', `${where} was deleted before it ran`));
-            if (type !== 'ADDED' && type !== 'MODIFIED') return;
-            const phase = object.status?.phase;
-            if (phase === 'Running') return finish();
-            if (phase === 'Failed' || phase === 'Succeeded') {
-              return finish(new RuntimeFailureError('runtime_missing', `${where} ended (${phase}) before it ran${pendingReason(object) ? `: ${pendingReason(object)}` : ''}`));
-            }
-            reason = pendingReason(object) ?? reason;
-          },
-          (error: unknown) => {
-            if (finished) return;
-            // The server ends a watch now and then: watch again (it starts with the pod's state).
-            if (error === null || error === undefined) return void setImmediate(watch);
-            if ((error as { name?: string }).name === 'AbortError') return;
-            finish(apiFailure(error, `watching ${where}`));
-          },
-        )
-        .then(
-          (started) => {
-            if (finished) started.abort();
-            else controller = started;
-          },
-          (error: unknown) => finish(apiFailure(error, `watching ${where}`)),
-        );
+      watchObjects<V1Pod>(pod.cluster, `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods`, { fieldSelector: `metadata.name=${pod.name}` }, onEvent, watching.signal).then(
+        // The server ends a watch now and then: watch again (it starts with the pod's state).
+        () => void setImmediate(watch),
+        (error: unknown) => {
+          if (!finished) finish(apiFailure(error, `watching ${where}`));
+        },
+      );
     };
     watch();
   });

@@ -132,6 +132,22 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     expect(env.supervisor.getStatus('coder')).toBe('idle');
   });
 
+  it('a stop while the watch of a Pending pod hangs (the API server never answers it): the start ends, the pod is deleted, no connection is left', async () => {
+    api.onCreate = 'pending';
+    api.silentWatches = true;
+    env.supervisor = createSupervisor({ stateDir: false, agents: { coder: podSpec() } });
+    const outcome = env.supervisor.ensureAgent('coder').then(
+      () => 'connected',
+      (error: { kind?: string }) => error.kind,
+    );
+    await eventually(() => api.requests.some((request) => request.query.get('watch') === 'true'), 'the pending pod to be watched');
+    await env.supervisor.stop('coder');
+    expect(await outcome).toBe('stopped');
+    await eventually(() => api.list('ai').length === 0, 'the pending pod to be deleted');
+    await env.supervisor.shutdown();
+    await eventually(() => api.connections() === 0, 'the hanging watch\'s connection to be closed');
+  });
+
   it('a stop while the pod is being created (a slow create): the pod the API makes after it is deleted, and no agent is started in it', async () => {
     let letCreate!: () => void;
     api.holdCreates = new Promise((resolve) => (letCreate = resolve));

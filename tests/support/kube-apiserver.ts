@@ -61,6 +61,8 @@ export class KubeApiStandIn {
   onCreate: CreatePolicy = 'run';
   /** When set, a create is stored and answered only once this resolves (a slow admission webhook). */
   holdCreates: Promise<void> | null = null;
+  /** When true, a watch is accepted and never answered (not even its headers): an API server that hangs. */
+  silentWatches = false;
   /** The exec subprotocols served, most preferred first. */
   protocols: string[] = [v5, v4];
   /** Every exec argv, in order (what a real kubelet would run in the container). */
@@ -277,6 +279,7 @@ export class KubeApiStandIn {
   }
 
   private watch(namespace: string, matches: (pod: StandInPod) => boolean, response: ServerResponse): void {
+    if (this.silentWatches) return; // the request stays open, unanswered, until the client gives up (or close())
     response.writeHead(200, { 'content-type': 'application/json' });
     // As the API does for a watch without a resourceVersion: the current state first.
     for (const pod of this.list(namespace).filter(matches)) response.write(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
