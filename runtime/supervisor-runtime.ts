@@ -531,6 +531,7 @@ export class SupervisorRuntime {
           .then(workspaces)
           .then(() => this.exits.all())
           .then(() => this.pods.settled())
+          .then(() => this.pods.close())
           .then(() => this.ptyTerminals.dispose())
           .then(() => this.reader.close())
           .then(() => resolve());

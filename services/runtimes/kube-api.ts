@@ -188,7 +188,10 @@ export async function watchObjects<T>(cluster: Cluster, path: string, query: Rec
         }
         if (typeof event.type === 'string') onEvent(event.type, event.object as T);
       });
+      // An aborted or broken watch errors its response (handled here) and readline passes the
+      // error on to its interface too: the same error, once is enough.
       response.on('error', reject);
+      lines.on('error', () => {});
       lines.on('close', () => (response.errored ? reject(response.errored) : resolve()));
     });
     request.on('error', reject);

@@ -216,6 +216,13 @@ export interface KubernetesPodsOptions {
 export const apiCallTimeoutMs = 30_000;
 
 /**
+ * A stopped agent's pod whose deletion failed (the API unreachable, a 5xx) is deleted again
+ * after these delays (ms), on the supervisor's clock, while the supervisor lives; after the
+ * last, or at shutdown, its record stays for the next supervisor's sweep.
+ */
+export const deletionRetryDelaysMs = [1_000, 2_000, 4_000, 8_000, 15_000, 30_000, 30_000, 30_000, 30_000, 30_000] as const;
+
+/**
  * How long a start waits for its pod to run: `pendingTimeoutMs` (default
  * {@link defaultPendingTimeoutMs}), but at most 80 % of the agent's handshake timeout, which
  * covers the whole start — so a pod that will not run is reported with the API's reason
@@ -232,6 +239,9 @@ export class KubernetesPods implements RuntimeConnector {
   private readonly pods = new Map<string, AgentPod>();
   private readonly opening = new Map<string, Promise<unknown>>();
   private readonly deleting = new Map<string, Promise<void>>();
+  /** Pods whose deletion failed, tried again later: each one's timer. */
+  private readonly retries = new Set<{ timer: unknown }>();
+  private closed = false;
   /** Bumped by each release: an attempt made before it deletes the pod it makes (its agent stopped meanwhile). */
   private readonly generations = new Map<string, number>();
 
@@ -274,7 +284,7 @@ export class KubernetesPods implements RuntimeConnector {
     if (!pod && !opening) return;
     this.pods.delete(agent);
     const deletion: Promise<void> = (async () => {
-      if (pod) await deletePod(pod, pod.grace);
+      if (pod && !(await deletePod(pod, pod.grace))) this.retryDeletion(pod, 0);
       // An attempt in flight deletes the pod it makes itself (it sees the new generation); its end is
       // waited for, bounded — an API server that never answers must not hold up shutdown().
       if (opening) await boundedCall(opening, apiCallTimeoutMs + removeTimeoutMs, 'the start in flight').catch(() => {});
@@ -286,9 +296,34 @@ export class KubernetesPods implements RuntimeConnector {
     this.deleting.set(agent, deletion);
   }
 
-  /** Every deletion under way, done (shutdown waits for it). */
+  /** Every deletion under way, done (shutdown waits for it; a deletion tried again later is not waited for). */
   async settled(): Promise<void> {
     await Promise.all([...this.deleting.values()]);
+  }
+
+  /** No more retries of failed deletions (shutdown): their records stay for the next supervisor's sweep. */
+  close(): void {
+    this.closed = true;
+    const clock = this.options.clock ?? realClock;
+    for (const retry of this.retries) clock.clearTimeout(retry.timer);
+    this.retries.clear();
+  }
+
+  /** Deletes `pod` again after the `attempt`-th delay; gives up after the last (the sweep's, then). */
+  private retryDeletion(pod: AgentPod, attempt: number): void {
+    const delay = deletionRetryDelaysMs[attempt];
+    if (this.closed || delay === undefined) return;
+    const clock = this.options.clock ?? realClock;
+    const retry: { timer: unknown } = { timer: null };
+    retry.timer = clock.setTimeout(() => {
+      this.retries.delete(retry);
+      void deletePod(pod, 0).then((deleted) => {
+        if (!deleted) this.retryDeletion(pod, attempt + 1);
+      });
+    }, delay);
+    // A real timer does not keep the process alive for a retry: a program that ends without shutdown() leaves it to the sweep.
+    (retry.timer as { unref?: () => void } | null)?.unref?.();
+    this.retries.add(retry);
   }
 
   private async openIn(agent: string, spec: AgentSpec, signal: AbortSignal, generation: number): Promise<RuntimeTransport> {

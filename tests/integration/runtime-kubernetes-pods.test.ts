@@ -237,6 +237,37 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     await eventually(() => api.list().length === 0, 'the pending pod to be deleted');
   });
 
+  it('a deletion the API fails is tried again on the supervisor\'s clock until it is done; shutdown ends the retries', async () => {
+    const clock = new SimulatedClock();
+    env.supervisor = createSupervisor({ stateDir: false, clock, agents: { coder: podSpec(), helper: podSpec() } });
+    await env.supervisor.ensureAgent('coder');
+    api.failDeletes = 2; // the stop's deletion and the first retry are answered 503
+    await env.supervisor.stop('coder');
+    await eventually(() => api.deletions.length === 0 && api.requests.filter((request) => request.method === 'DELETE').length === 1, 'the failed deletion');
+    expect(api.list('ai')).toHaveLength(1);
+    clock.increment(999);
+    await ioSettled();
+    expect(api.requests.filter((request) => request.method === 'DELETE')).toHaveLength(1); // not before its delay
+    clock.increment(1); // 1 s: the first retry, refused again
+    await eventually(() => api.requests.filter((request) => request.method === 'DELETE').length === 2, 'the first retry');
+    expect(api.list('ai')).toHaveLength(1);
+    clock.increment(2_000); // 2 s more: the second retry deletes it
+    await eventually(() => api.list('ai').length === 0, 'the pod to be deleted by a retry');
+
+    // A retry still waiting at shutdown is dropped (the record is the next supervisor's to sweep).
+    await env.supervisor.ensureAgent('helper');
+    api.failDeletes = 1;
+    await env.supervisor.stop('helper');
+    await eventually(() => api.requests.filter((request) => request.method === 'DELETE').length === 4, 'the helper\'s failed deletion');
+    await env.supervisor.shutdown();
+    clock.increment(60_000);
+    await ioSettled();
+    expect(api.requests.filter((request) => request.method === 'DELETE')).toHaveLength(4);
+    const [left] = api.list('ai');
+    expect(left?.metadata.labels[podLabels.agent]).toBe('helper');
+    api.deletePod('ai', left!.metadata.name); // what the next supervisor's sweep would do
+  });
+
   it('a dropped exec stream is the agent lost: it restarts in the SAME pod, and its session is resumed there', async () => {
     const stateFile = env.files.path('sessions.json');
     env.supervisor = createSupervisor({ stateDir: false, restart: { initialDelayMs: 50, maxDelayMs: 100 }, agents: { coder: podSpec(['--load-session', '--state-file', stateFile]) } });

@@ -63,6 +63,8 @@ export class KubeApiStandIn {
   holdCreates: Promise<void> | null = null;
   /** When true, a watch is accepted and never answered (not even its headers): an API server that hangs. */
   silentWatches = false;
+  /** The next this many pod deletions are answered 503 (an API server in trouble), deleting nothing. */
+  failDeletes = 0;
   /** The exec subprotocols served, most preferred first. */
   protocols: string[] = [v5, v4];
   /** Every exec argv, in order (what a real kubelet would run in the container). */
@@ -240,6 +242,10 @@ export class KubeApiStandIn {
     if (!pod) return status(response, 404, 'NotFound', `pods "${name}" not found`);
     if (method === 'GET') return json(response, 200, pod);
     if (method === 'DELETE') {
+      if (this.failDeletes > 0) {
+        this.failDeletes--;
+        return status(response, 503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
+      }
       const grace = url.searchParams.get('gracePeriodSeconds');
       return void readBody(request).then((body) => {
         const fromBody = (body as { gracePeriodSeconds?: number } | null)?.gracePeriodSeconds;
