@@ -264,7 +264,7 @@ describe('kubernetes pods made through the API (stand-in server, no cluster)', (
     await ioSettled();
     expect(api.requests.filter((request) => request.method === 'DELETE')).toHaveLength(4);
     const [left] = api.list('ai');
-    expect(left?.metadata.labels[podLabels.agent]).toBe('helper');
+    expect(left?.metadata.labels?.[podLabels.agent]).toBe('helper');
     api.deletePod('ai', left!.metadata.name); // what the next supervisor's sweep would do
   });
 
