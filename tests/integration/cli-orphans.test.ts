@@ -60,7 +60,8 @@ describe('agentvisor orphans without a daemon', () => {
     ]);
     expect(text.exitCode, text.stderr).toBe(0);
     const lines = text.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ +pid +agent +started +left by +command +what is left$/);
+    // The pid column is right-aligned to its widest pid: no padding when every pid has three digits (pids wrap at pid_max).
+    expect(lines[0]).toMatch(/^ *pid +agent +started +left by +command +what is left$/);
     expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^ *${one.pid} +one +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d \\(\\d+s ago\\) +pid ${process.pid} +sleep +running$`))]));
     expect(lines.at(-1)).toBe('2 left by a crashed supervisor; kill them with `agentvisor orphans --kill`, or some with `--pid N`');
     expect(existsSync(files.path('state/daemon.json'))).toBe(false);
