@@ -16,12 +16,18 @@ function deferred<T>() {
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 
+/** Work the test settles by hand, waited for at most 1 s on a SimulatedClock; what comes late is recorded as disposed of. */
+function boundedWork() {
+  const clock = new SimulatedClock();
+  const work = deferred<string>();
+  const disposed: string[] = [];
+  const waiting = bounded(work.promise, 1_000, () => new Error('too slow'), clock, (late) => disposed.push(late));
+  return { clock, work, disposed, waiting };
+}
+
 describe('bounded', () => {
   it('in time: the value, nothing disposed, no timer left', async () => {
-    const clock = new SimulatedClock();
-    const work = deferred<string>();
-    const disposed: string[] = [];
-    const waiting = bounded(work.promise, 1_000, () => new Error('too slow'), clock, (late) => disposed.push(late));
+    const { clock, work, disposed, waiting } = boundedWork();
     clock.increment(999);
     work.resolve('done');
     expect(await waiting).toBe('done');
@@ -31,10 +37,7 @@ describe('bounded', () => {
   });
 
   it('past the limit: rejects with the timeout, and the value that comes later is disposed of', async () => {
-    const clock = new SimulatedClock();
-    const work = deferred<string>();
-    const disposed: string[] = [];
-    const waiting = bounded(work.promise, 1_000, () => new Error('too slow'), clock, (late) => disposed.push(late));
+    const { clock, work, disposed, waiting } = boundedWork();
     clock.increment(1_000);
     await expect(waiting).rejects.toThrow('too slow');
     expect(disposed).toEqual([]);
@@ -44,10 +47,7 @@ describe('bounded', () => {
   });
 
   it('past the limit, then failing: nothing to dispose of, and no unhandled rejection', async () => {
-    const clock = new SimulatedClock();
-    const work = deferred<string>();
-    const disposed: string[] = [];
-    const waiting = bounded(work.promise, 1_000, () => new Error('too slow'), clock, (late) => disposed.push(late));
+    const { clock, work, disposed, waiting } = boundedWork();
     clock.increment(1_000);
     await expect(waiting).rejects.toThrow('too slow');
     work.reject(new Error('refused'));
@@ -56,10 +56,7 @@ describe('bounded', () => {
   });
 
   it('failing in time: its own error, nothing disposed', async () => {
-    const clock = new SimulatedClock();
-    const work = deferred<string>();
-    const disposed: string[] = [];
-    const waiting = bounded(work.promise, 1_000, () => new Error('too slow'), clock, (late) => disposed.push(late));
+    const { clock, work, disposed, waiting } = boundedWork();
     work.reject(new Error('refused'));
     await expect(waiting).rejects.toThrow('refused');
     clock.increment(5_000);
