@@ -1,16 +1,14 @@
 import { realClock, type Clock } from '../core/clock.js';
 
-/** Waits for `promise`, but at most `ms` of real time; the timer never outlives the wait. */
-export async function withinGrace<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
+/** What a grace's end rejects with inside {@link withinGrace} (never seen outside it). */
+const graceOver = new Error('the grace is over');
+
+/** Waits for `promise`, but at most `ms` of real time (then undefined); the timer never outlives the wait. */
+export function withinGrace<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  return bounded<T | undefined>(promise, ms, () => graceOver).catch((error: unknown) => {
+    if (error === graceOver) return undefined;
+    throw error;
   });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { bounded } from '../../util/grace.js';
+import { bounded, withinGrace } from '../../util/grace.js';
 
 /** A promise the test settles by hand. */
 function deferred<T>() {
@@ -62,5 +62,13 @@ describe('bounded', () => {
     clock.increment(5_000);
     await flush();
     expect(disposed).toEqual([]);
+  });
+});
+
+describe('withinGrace (real time: it bounds waits on processes and pipes)', () => {
+  it('the value in time; undefined past the grace; the promise\'s own error as it is', async () => {
+    expect(await withinGrace(Promise.resolve('drained'), 1_000)).toBe('drained');
+    expect(await withinGrace(new Promise(() => {}), 5)).toBeUndefined();
+    await expect(withinGrace(Promise.reject(new Error('pipe broke')), 1_000)).rejects.toThrow('pipe broke');
   });
 });
