@@ -94,6 +94,21 @@ function isMadeUpConfig(config: KubeConfig): boolean {
   return config.getCurrentContext() === 'loaded-context' && cluster?.name === 'cluster' && cluster.server === 'http://localhost:8080' && config.getCurrentUser()?.name === 'user';
 }
 
+/**
+ * The URL of `path` on the cluster's API server (its own path prefix kept), with `query`; a
+ * query value that is an array is repeated (`command=a&command=b`). {@link openCluster} made
+ * sure the cluster has an http(s) server.
+ */
+export function apiUrl(cluster: Cluster, path: string, query: Record<string, string | readonly string[]>): URL {
+  const url = new URL(cluster.config.getCurrentCluster()!.server);
+  url.pathname = `${url.pathname.replace(/\/$/, '')}${path}`;
+  for (const [key, value] of Object.entries(query)) {
+    if (typeof value === 'string') url.searchParams.set(key, value);
+    else for (const each of value) url.searchParams.append(key, each);
+  }
+  return url;
+}
+
 /** Network failures: the API server cannot be reached (as opposed to refusing). */
 const unreachableCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EAI_AGAIN', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -161,11 +176,7 @@ export function messageOf(error: unknown): string {
  * answers would hold it (and its socket) for good.
  */
 export async function watchObjects<T>(cluster: Cluster, path: string, query: Record<string, string>, onEvent: (type: string, object: T) => void, signal: AbortSignal): Promise<void> {
-  const server = cluster.config.getCurrentCluster()?.server;
-  if (!server) throw new RuntimeFailureError('runtime_missing', 'the kubeconfig names no cluster');
-  const url = new URL(`${server.replace(/\/$/, '')}${path}`);
-  url.searchParams.set('watch', 'true');
-  for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
+  const url = apiUrl(cluster, path, { ...query, watch: 'true' });
   const options: RequestOptions = { method: 'GET', headers: {} };
   await cluster.config.applyToHTTPSOptions(options);
   signal.throwIfAborted();

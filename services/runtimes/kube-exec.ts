@@ -8,7 +8,7 @@
  */
 import { PassThrough, Writable } from 'node:stream';
 import type WebSocket from 'ws';
-import { RuntimeFailureError, type Cluster } from './kube-api.js';
+import { apiUrl, RuntimeFailureError, type Cluster } from './kube-api.js';
 
 /** WebSocket ready states (ws's constants, without loading it). */
 const socketOpen = 1;
@@ -64,17 +64,15 @@ export const execProtocols = ['v5.channel.k8s.io', 'v4.channel.k8s.io'] as const
  * `runtime_unreachable` (refused, timed out, 5xx).
  */
 export async function openExec(cluster: Cluster, target: ExecTarget, command: readonly string[], options: ExecOptions): Promise<ExecStream> {
-  const server = cluster.config.getCurrentCluster()?.server;
-  if (!server) throw new RuntimeFailureError('runtime_missing', 'the kubeconfig names no cluster');
-  const url = new URL(server);
+  const url = apiUrl(cluster, `/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.pod)}/exec`, {
+    command,
+    ...(target.container ? { container: target.container } : {}),
+    stdin: String(options.stdin),
+    stdout: 'true',
+    stderr: 'true',
+    tty: 'false',
+  });
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  url.pathname = `${url.pathname.replace(/\/$/, '')}/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.pod)}/exec`;
-  for (const part of command) url.searchParams.append('command', part);
-  if (target.container) url.searchParams.set('container', target.container);
-  url.searchParams.set('stdin', String(options.stdin));
-  url.searchParams.set('stdout', 'true');
-  url.searchParams.set('stderr', 'true');
-  url.searchParams.set('tty', 'false');
   const socketOptions: WebSocket.ClientOptions = { handshakeTimeout: options.connectTimeoutMs ?? 15_000, perMessageDeflate: false };
   await cluster.config.applyToHTTPSOptions(socketOptions);
   const where = `exec into pod ${target.namespace}/${target.pod}`;

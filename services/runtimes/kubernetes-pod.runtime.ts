@@ -62,9 +62,14 @@ export const keepaliveCommand = ['/bin/sh', '-c', 'trap "exit 0" TERM INT; while
 export function labelValue(text: string): string {
   const plain = text.replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').replace(/[^A-Za-z0-9]+$/, '');
   if (plain.length > 0 && plain.length <= 63 && plain === text) return plain;
-  const digest = createHash('sha256').update(text).digest('hex').slice(0, 10);
-  const head = plain.slice(0, 52).replace(/[^A-Za-z0-9]+$/, '');
-  return head ? `${head}-${digest}` : digest;
+  return withDigest(plain, text);
+}
+
+/** `<head>-<10 hex of source's digest>` as a label value (the head cut to fit 63), or the digest alone when there is no head. */
+function withDigest(head: string, source: string): string {
+  const digest = createHash('sha256').update(source).digest('hex').slice(0, 10);
+  const cut = head.slice(0, 52).replace(/[^A-Za-z0-9]+$/, '');
+  return cut ? `${cut}-${digest}` : digest;
 }
 
 /**
@@ -75,9 +80,7 @@ export function labelValue(text: string): string {
  * would each take the other's live pods for orphans.
  */
 export function hostLabel(host: string = hostname(), domain: string | null = pidDomain()): string {
-  if (domain === null) return labelValue(host);
-  const digest = createHash('sha256').update(domain).digest('hex').slice(0, 10);
-  return `${labelValue(host).slice(0, 52).replace(/[^A-Za-z0-9]+$/, '')}-${digest}`.replace(/^-/, '');
+  return domain === null ? labelValue(host) : withDigest(labelValue(host), domain);
 }
 
 /** The grace the ladder gives an agent, in whole seconds: the pod's termination grace and its deletion's. */
@@ -245,7 +248,12 @@ export class KubernetesPods implements RuntimeConnector {
   /** Bumped by each release: an attempt made before it deletes the pod it makes (its agent stopped meanwhile). */
   private readonly generations = new Map<string, number>();
 
-  constructor(private readonly options: KubernetesPodsOptions) {}
+  /** The supervisor's clock: the wait for a pod to run, the retries of a failed deletion. */
+  private readonly clock: Clock;
+
+  constructor(private readonly options: KubernetesPodsOptions) {
+    this.clock = options.clock ?? realClock;
+  }
 
   handles(spec: AgentSpec): boolean {
     return spec.runtime?.kind === 'kubernetes' && spec.runtime.template !== undefined;
@@ -304,8 +312,7 @@ export class KubernetesPods implements RuntimeConnector {
   /** No more retries of failed deletions (shutdown): their records stay for the next supervisor's sweep. */
   close(): void {
     this.closed = true;
-    const clock = this.options.clock ?? realClock;
-    for (const retry of this.retries) clock.clearTimeout(retry.timer);
+    for (const retry of this.retries) this.clock.clearTimeout(retry.timer);
     this.retries.clear();
   }
 
@@ -313,9 +320,8 @@ export class KubernetesPods implements RuntimeConnector {
   private retryDeletion(pod: AgentPod, attempt: number): void {
     const delay = deletionRetryDelaysMs[attempt];
     if (this.closed || delay === undefined) return;
-    const clock = this.options.clock ?? realClock;
     const retry: { timer: unknown } = { timer: null };
-    retry.timer = clock.setTimeout(() => {
+    retry.timer = this.clock.setTimeout(() => {
       this.retries.delete(retry);
       void deletePod(pod, 0).then((deleted) => {
         if (!deleted) this.retryDeletion(pod, attempt + 1);
@@ -347,7 +353,7 @@ export class KubernetesPods implements RuntimeConnector {
       pod = await this.createPod(agent, spec, runtime, cluster, generation);
     }
     signal.throwIfAborted();
-    await waitUntilRunning(pod, pendingWaitMs(spec, runtime.template, this.options.handshakeTimeoutMs), signal, this.options.clock ?? realClock).catch(async (error: unknown) => {
+    await waitUntilRunning(pod, pendingWaitMs(spec, runtime.template, this.options.handshakeTimeoutMs), signal, this.clock).catch(async (error: unknown) => {
       if (error instanceof RuntimeFailureError && error.kind === 'runtime_missing' && this.pods.get(agent) === pod) {
         // It will not run (stuck Pending, ended, deleted): not kept for a next start.
         this.pods.delete(agent);
