@@ -33,18 +33,15 @@ function hasLiveThread(pid: number): boolean {
     return false;
   }
   return tasks.some((task) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-      return isLive(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
-    } catch {
-      return false;
-    }
+    const state = procStat(pid, task)?.state;
+    return state !== undefined && isLive(state);
   });
 }
 
-function procStat(pid: number): { state: string; ppid: number; pgrp: number } | undefined {
+/** A process's /proc stat fields, or one of its threads' (`task`). */
+function procStat(pid: number, task?: string): { state: string; ppid: number; pgrp: number } | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(task === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${task}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return { state: fields[0]!, ppid: Number(fields[1]), pgrp: Number(fields[2]) };
   } catch {
