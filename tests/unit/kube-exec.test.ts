@@ -17,6 +17,15 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** Polls `predicate` until it holds (10 s at most). */
+async function until(predicate: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 /** An unmasked binary WebSocket frame (server to client) of one exec channel. */
 function frame(channel: number, payload: string): Buffer {
   const body = Buffer.concat([Buffer.from([channel]), Buffer.from(payload)]);
@@ -75,9 +84,13 @@ describe('openExec', () => {
     const frames = Array.from({ length: 3_000 }, (_, i) => frame(1, `${String(i).padStart(5, '0')}${chunk}`.slice(0, 100)));
     const { port } = await upgradeAndFramesInOneWrite(Buffer.concat([...frames, frame(3, JSON.stringify({ status: 'Success' }))]));
     const exec = await openExec(await clusterAt(port), { namespace: 'ai', pod: 'p' }, ['cat', 'big'], { stdin: false });
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the server's 300 KB are all sent by now
     // Both sides of the output stream's buffer: what waits to be read, and what waits to be taken in.
-    expect(exec.stdout.readableLength + exec.stdout.writableLength).toBeLessThanOrEqual(64 * 1024);
+    const buffered = () => exec.stdout.readableLength + exec.stdout.writableLength;
+    // The output has come up to where the stream pushes back (nothing reads it)...
+    await until(() => buffered() >= exec.stdout.readableHighWaterMark);
+    // ...and no further: without backpressure the other ~280 KB, already in this host's socket, would follow within this.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(buffered()).toBeLessThanOrEqual(64 * 1024);
     const out: Buffer[] = [];
     exec.stdout.on('data', (data: Buffer) => out.push(data));
     await new Promise((resolve) => exec.stdout.once('end', resolve));
