@@ -485,13 +485,13 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     );
     stopped = true;
     const t4 = now();
-    // At once, before any slower look (the environment scan below reads every process and
-    // takes milliseconds, long enough for a straggler to finish): what the adapter started
-    // that still runs as its stop resolves, and how long after that it is all gone.
+    // At once, not by the environment scan the agentvisor side uses (it reads every process
+    // and takes milliseconds, long enough for a straggler to finish): what the adapter started
+    // that still runs as its stop resolves, and how long after that it is all gone. Anything
+    // it started outside that tree is counted with the survivors, 500 ms later.
     result.aliveAtStop = tree.filter(isRunning).length;
     await waitUntilGone(tree, 5000, 1);
     result.treeGoneAfterStopMs = now() - t4;
-    result.aliveAtStop = Math.max(result.aliveAtStop, markedProcesses(mark).length);
     result.ms = phaseTimes(t0, t1, t2, t3, t3b, t4);
     result.ok = true;
   } catch (error) {
