@@ -5,13 +5,20 @@
  * release it; when the session stops (closed, agent stopped), the actor's cleanup cancels a
  * turn in flight, once. Failures reach the machine as `turn.failed` with a classified kind,
  * never as raw SDK errors.
+ *
+ * It also watches each turn for stalls (no update for the session's `stallTimeoutMs`,
+ * reported `turn.stalled`): a turn is watched from its start until it is answered or
+ * released, the machine forwards the updates' `activity` and pauses the watch while a person
+ * is asked (see {@link StallWatch}).
  */
 import { fromCallback } from 'xstate';
 import type { ClientConnection, ContentBlock } from '../core/acp-types.js';
+import { realClock, type Clock } from '../core/clock.js';
 import { failures } from '../core/errors.js';
 import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { PromptTurnCommand, PromptTurnInput, SessionEvent } from '../machines/session-events.js';
 import { acpMethods, toRequestError, validatePromptResponse } from '../services/acp-client.service.js';
+import { StallWatch } from './stall-watch.js';
 
 export interface PromptTurnDependencies {
   /** The agent's usable connection, if it has one. */
@@ -22,6 +29,8 @@ export interface PromptTurnDependencies {
   onTurn?(agent: string, sessionId: string, event: TurnEvent): void;
   /** The supervisor's clock (epoch ms), stamped on a failed turn. Date.now by default. */
   now?(): number;
+  /** The supervisor's clock, for the stall watch (the real one by default). */
+  clock?: Clock;
 }
 
 /** A turn as the transcript keeps it: the prompt sent, then its stop reason or its error. */
@@ -38,16 +47,27 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
     const { agent, sessionId } = input;
     /** The turn in flight: how to cancel it, and whether its answer is still wanted. */
     let current: { cancel(): void; released: boolean } | null = null;
+    const stallWatch = new StallWatch(deps.clock ?? realClock, input.stallTimeoutMs, () => sendBack({ type: 'turn.stalled' }));
 
-    const release = () => {
+    /** The turn in flight is cancelled and its answer no longer wanted. */
+    const abandon = () => {
       if (!current) return;
       current.cancel();
       current.released = true;
       current = null;
     };
+    /**
+     * `release` (the agent was lost) and the session's end: the turn is abandoned and the
+     * watch's timer cleared — no turn follows soon. A turn that completed leaves the timer to
+     * lapse instead: the next turn likely comes first and reuses it.
+     */
+    const release = () => {
+      abandon();
+      stallWatch.stop();
+    };
 
     const start = (prompt: Extract<PromptTurnCommand, { type: 'start' }>) => {
-      release();
+      abandon();
       const connection = deps.connectionOf(agent);
       if (!connection) {
         sendBack({ type: 'turn.failed', failure: failures.notConnected(agent) });
@@ -65,17 +85,24 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
         },
       };
       current = turn;
+      stallWatch.watch();
       deps.onTurn?.(agent, sessionId, { prompt: prompt.prompt });
       connection.agent.request(acpMethods.agent.session.prompt, { sessionId, prompt: prompt.prompt, ...(prompt.meta ? { _meta: prompt.meta } : {}) }).then(validatePromptResponse).then(
         (response) => {
           settled = true;
-          if (current === turn) current = null;
+          if (current === turn) {
+            current = null;
+            stallWatch.pause();
+          }
           deps.onTurn?.(agent, sessionId, { stopReason: response.stopReason });
           if (!turn.released) sendBack({ type: 'turn.completed', stopReason: response.stopReason });
         },
         (error: unknown) => {
           settled = true;
-          if (current === turn) current = null;
+          if (current === turn) {
+            current = null;
+            stallWatch.stop(); // the session fails: no turn follows until it is resumed
+          }
           const failure = toRequestError(agent, connection, error, 'session/prompt');
           deps.onTurn?.(agent, sessionId, { error: { kind: failure.kind, message: failure.message } });
           const at = (deps.now ?? Date.now)();
@@ -85,9 +112,21 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
     };
 
     receive((command) => {
-      if (command.type === 'start') start(command);
-      else if (command.type === 'cancel') current?.cancel();
-      else release();
+      switch (command.type) {
+        case 'start':
+          return start(command);
+        case 'cancel':
+          return current?.cancel();
+        case 'release':
+          return release();
+        case 'activity':
+          return stallWatch.activity();
+        case 'pauseStallWatch':
+          return stallWatch.pause();
+        case 'resumeStallWatch':
+          if (current) stallWatch.watch();
+          return;
+      }
     });
     // The session stopped (closed, or its agent stopped): a turn still in flight is cancelled.
     return release;

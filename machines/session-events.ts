@@ -49,8 +49,9 @@ export type SessionEvent =
   | { type: 'permission.settled'; requestId: string }
   /** The agent process is gone: `stopped` when stopped on purpose, else it was lost. */
   | { type: 'agent.lost'; kind: AgentErrorKind; message: string }
-  /** What the prompt turn actor reports. */
+  /** What the prompt turn actor reports: how the turn ended, or that it sent no update for stallTimeoutMs. */
   | { type: 'turn.completed'; stopReason: StopReason }
+  | { type: 'turn.stalled' }
   | { type: 'turn.failed'; failure: SessionFailure }
   /** Raised by the machine itself: nobody answered a question within its timeout. */
   | { type: 'ask.timedOut'; requestId: string };
@@ -59,17 +60,25 @@ export type SessionEvent =
 export interface PromptTurnInput {
   agent: string;
   sessionId: string;
+  /** A turn watched this long without an update is reported `turn.stalled` (once). */
+  stallTimeoutMs: number;
 }
 
 /**
  * Commands the session machine sends to its prompt-turn actor: `start` a turn (session/prompt;
- * `meta` goes on the request as `_meta`), `cancel` the running one (session/cancel), or
- * `release` it (cancelled if it still runs, and whatever it answers later is not reported).
+ * `meta` goes on the request as `_meta`; the turn is watched for stalls from then on),
+ * `cancel` the running one (session/cancel), or `release` it (cancelled if it still runs, and
+ * whatever it answers later is not reported). The stall watch hears the turn's `activity`
+ * (updates arrived: its deadline moves), is paused while a person is asked, and resumed —
+ * watching from now — when the turn runs again.
  */
 export type PromptTurnCommand =
   | { type: 'start'; prompt: ContentBlock[]; meta?: Record<string, unknown> }
   | { type: 'cancel' }
-  | { type: 'release' };
+  | { type: 'release' }
+  | { type: 'activity' }
+  | { type: 'pauseStallWatch' }
+  | { type: 'resumeStallWatch' };
 
 export interface LoadSessionInput {
   agent: string;

@@ -2,11 +2,14 @@
  * One ACP session as a statechart: ready ⇄ prompting (running, awaitingPermission,
  * stalled) → completed, failed (resumable with session/load), stopped. A child of its
  * agent's actor. Pure: the prompt turns and session/load are actors referenced by name and
- * provided by the runtime; the stall timer is the named delay `stallTimeout`.
+ * provided by the runtime.
  *
  * The prompt-turn actor lives as long as the session and is told to `start` each turn:
  * invoking an actor per turn (spawned, started, stopped) cost a third of a tiny turn's
- * machine work (docs/performance.md, *turns*).
+ * machine work (docs/performance.md, *turns*). It also times the stall watch — the machine
+ * tells it about updates (`activity`), pauses it while a person is asked and resumes it, and
+ * hears `turn.stalled` — because a timer scheduled and cancelled by every turn (an `after`)
+ * cost a fifth of the rest.
  *
  * It decides every outcome a caller sees: each `prompt` and `resume` is answered once with
  * `request.settled` (a busy or closed session refuses at once), and the stall policy is a
@@ -121,7 +124,6 @@ export const sessionMachine = setup({
     loadSession: fromPromise<void, LoadSessionInput>(notProvided('loadSession')),
   },
   delays: {
-    stallTimeout: ({ context }) => context.stallTimeoutMs,
     /** How long a person may take to answer: the broker's timeout for that kind of question. */
     askTimeout: ({ event }) => {
       assertEvent(event, 'permission.requested');
@@ -170,13 +172,12 @@ export const sessionMachine = setup({
     /** A prompt turn begins: counted, the last failure cleared, its caller waiting (one assign: a turn's hot path). */
     acceptPrompt: assign(({ context }, params: { requestId: string }) => ({ turns: context.turns + 1, lastError: null, request: { id: params.requestId, kind: 'prompt' as const } })),
     clearFailure: assign({ lastError: null }),
-    recordStopReason: enqueueActions(({ enqueue, context }, params: { stopReason: StopReason }) => {
+    recordStopReason: assign({ lastStopReason: (_, params: { stopReason: StopReason }) => params.stopReason }),
+    recordFailure: assign({ lastError: (_, params: { failure: SessionFailure }) => params.failure }),
+    /** Questions still pending when the turn stops waiting for a person (it ended, failed, or the session closed): their timers go. */
+    dropPendingAsks: enqueueActions(({ enqueue, context }) => {
       for (const requestId of context.pendingPermissions) enqueue.cancel(askTimerId(requestId));
-      enqueue.assign({ lastStopReason: params.stopReason, pendingPermissions: [] });
-    }),
-    recordFailure: enqueueActions(({ enqueue, context }, params: { failure: SessionFailure }) => {
-      for (const requestId of context.pendingPermissions) enqueue.cancel(askTimerId(requestId));
-      enqueue.assign({ lastError: params.failure, pendingPermissions: [] });
+      enqueue.assign({ pendingPermissions: [] });
     }),
     /** A person is asked: the question expires after askTimeout on this session's clock unless answered first. */
     scheduleAskTimeout: enqueueActions(({ enqueue, event }) => {
@@ -201,6 +202,12 @@ export const sessionMachine = setup({
       assertEvent(event, 'prompt');
       return (event.meta ? { type: 'start', prompt: event.prompt, meta: event.meta } : { type: 'start', prompt: event.prompt }) satisfies PromptTurnCommand;
     }),
+    /** Updates arrived: the turn's stall watch moves its deadline. */
+    forwardActivity: sendTo('promptTurn', { type: 'activity' } satisfies PromptTurnCommand),
+    /** Waiting for a person is not a stall. */
+    pauseStallWatch: sendTo('promptTurn', { type: 'pauseStallWatch' } satisfies PromptTurnCommand),
+    /** The turn runs again: watched from now. */
+    resumeStallWatch: sendTo('promptTurn', { type: 'resumeStallWatch' } satisfies PromptTurnCommand),
     /** session/cancel for the running turn; it then ends with stop reason `cancelled`. */
     cancelTurn: sendTo('promptTurn', { type: 'cancel' } satisfies PromptTurnCommand),
     /** The turn is abandoned (its agent was lost): cancelled if it still runs, its late answer never reported. */
@@ -234,7 +241,7 @@ export const sessionMachine = setup({
   invoke: {
     id: 'promptTurn',
     src: 'promptTurn',
-    input: ({ context }) => ({ agent: context.agent, sessionId: context.sessionId }),
+    input: ({ context }) => ({ agent: context.agent, sessionId: context.sessionId, stallTimeoutMs: context.stallTimeoutMs }),
   },
   on: {
     close: { target: '.stopped', description: 'session.close(): cancel any turn, kill its terminals.' },
@@ -269,6 +276,7 @@ export const sessionMachine = setup({
     prompting: {
       description: 'A prompt turn is in flight (a closed session cancels it; a lost agent releases it).',
       entry: 'startTurn',
+      // The turn's stall watch starts with it (the prompt-turn actor's `start`).
       on: {
         'turn.completed': {
           target: 'completed',
@@ -303,20 +311,17 @@ export const sessionMachine = setup({
       initial: 'running',
       states: {
         running: {
-          description: 'Updates are flowing (or about to).',
+          description: 'Updates are flowing (or about to); the turn is watched for stalls.',
           entry: { type: 'reportStatus', params: { status: 'running' } },
-          initial: 'watching',
-          states: {
-            watching: {
-              description: 'The stall timer restarts with every batch of updates.',
-              after: { stallTimeout: { target: '#session.prompting.stalled', description: 'No update for stallTimeoutMs.' } },
-              on: { activity: { target: 'watching', reenter: true, description: 'An update arrived: restart the stall timer.' } },
-            },
+          on: {
+            activity: { actions: 'forwardActivity', description: 'An update arrived: the stall watch restarts its timeout.' },
+            'turn.stalled': { target: 'stalled', description: 'No update for stallTimeoutMs.' },
           },
         },
         awaitingPermission: {
           description: 'A permission request is pending; waiting for a person is not a stall.',
-          entry: { type: 'reportStatus', params: { status: 'awaiting_permission' } },
+          entry: [{ type: 'reportStatus', params: { status: 'awaiting_permission' } }, 'pauseStallWatch'],
+          exit: 'dropPendingAsks',
           on: {
             'permission.requested': {
               actions: [{ type: 'addPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, 'scheduleAskTimeout'],
@@ -326,8 +331,8 @@ export const sessionMachine = setup({
               {
                 guard: { type: 'isLastPendingPermission', params: ({ event }) => ({ requestId: event.requestId }) },
                 target: 'running',
-                actions: [{ type: 'removePendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, 'cancelAskTimeout'],
-                description: 'Every request answered.',
+                actions: 'resumeStallWatch',
+                description: 'Every request answered (leaving drops its timer); the stall watch resumes.',
               },
               {
                 actions: [{ type: 'removePendingPermission', params: ({ event }) => ({ requestId: event.requestId }) }, 'cancelAskTimeout'],
@@ -339,7 +344,7 @@ export const sessionMachine = setup({
         stalled: {
           description: 'No update for stallTimeoutMs: reported, and the onStall policy applies.',
           entry: [{ type: 'reportStatus', params: { status: 'stalled' } }, 'reportStall'],
-          on: { activity: { target: 'running', description: 'Updates resumed.' } },
+          on: { activity: { target: 'running', actions: 'resumeStallWatch', description: 'Updates resumed: watched again.' } },
           initial: 'applyingPolicy',
           states: {
             applyingPolicy: {

@@ -306,6 +306,7 @@ export class SupervisorRuntime {
             this.events.emit('session:turn', { agent, sessionId, ...turn });
           },
           now: this.now,
+          clock: settings.clockForTimers,
         }),
         loadSession: createLoadSessionActor({
           connectionOf,

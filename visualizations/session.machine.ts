@@ -22,12 +22,16 @@ export const sessionMachine = setup({
     clearFailure: () => {},
     recordStopReason: () => {},
     recordFailure: () => {},
+    dropPendingAsks: () => {},
     scheduleAskTimeout: () => {},
     cancelAskTimeout: () => {},
     expireAsk: () => {},
     addPendingPermission: () => {},
     removePendingPermission: () => {},
     startTurn: () => {},
+    forwardActivity: () => {},
+    pauseStallWatch: () => {},
+    resumeStallWatch: () => {},
     cancelTurn: () => {},
     releaseTurn: () => {},
     reportTurnFailure: () => {},
@@ -45,7 +49,7 @@ export const sessionMachine = setup({
     promptTurn: fromCallback(() => {}),
     loadSession: fromPromise(() => new Promise(() => {})),
   },
-  delays: { stallTimeout: 1000, askTimeout: 1000 },
+  delays: { askTimeout: 1000 },
 }).createMachine({
   id: 'session',
   description: 'One ACP session of an agent: prompt turns, permission requests, stalls.',
@@ -137,31 +141,23 @@ export const sessionMachine = setup({
       initial: 'running',
       states: {
         running: {
-          description: 'Updates are flowing (or about to).',
+          description: 'Updates are flowing (or about to); the turn is watched for stalls.',
           entry: { type: 'reportStatus', params: { status: 'running' } },
-          initial: 'watching',
-          states: {
-            watching: {
-              description: 'The stall timer restarts with every batch of updates.',
-              after: {
-                stallTimeout: {
-                  target: '#session.prompting.stalled',
-                  description: 'No update for stallTimeoutMs.',
-                },
-              },
-              on: {
-                activity: {
-                  target: 'watching',
-                  reenter: true,
-                  description: 'An update arrived: restart the stall timer.',
-                },
-              },
+          on: {
+            activity: {
+              actions: 'forwardActivity',
+              description: 'An update arrived: the stall watch restarts its timeout.',
             },
+            'turn.stalled': { target: 'stalled', description: 'No update for stallTimeoutMs.' },
           },
         },
         awaitingPermission: {
           description: 'A permission request is pending; waiting for a person is not a stall.',
-          entry: { type: 'reportStatus', params: { status: 'awaiting_permission' } },
+          entry: [
+            { type: 'reportStatus', params: { status: 'awaiting_permission' } },
+            'pauseStallWatch',
+          ],
+          exit: 'dropPendingAsks',
           on: {
             'permission.requested': {
               actions: [{ type: 'addPendingPermission' }, 'scheduleAskTimeout'],
@@ -171,8 +167,8 @@ export const sessionMachine = setup({
               {
                 guard: { type: 'isLastPendingPermission' },
                 target: 'running',
-                actions: [{ type: 'removePendingPermission' }, 'cancelAskTimeout'],
-                description: 'Every request answered.',
+                actions: 'resumeStallWatch',
+                description: 'Every request answered (leaving drops its timer); the stall watch resumes.',
               },
               {
                 actions: [{ type: 'removePendingPermission' }, 'cancelAskTimeout'],
@@ -184,7 +180,13 @@ export const sessionMachine = setup({
         stalled: {
           description: 'No update for stallTimeoutMs: reported, and the onStall policy applies.',
           entry: [{ type: 'reportStatus', params: { status: 'stalled' } }, 'reportStall'],
-          on: { activity: { target: 'running', description: 'Updates resumed.' } },
+          on: {
+            activity: {
+              target: 'running',
+              actions: 'resumeStallWatch',
+              description: 'Updates resumed: watched again.',
+            },
+          },
           initial: 'applyingPolicy',
           states: {
             applyingPolicy: {

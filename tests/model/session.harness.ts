@@ -35,8 +35,8 @@ const backoffMs = sutOptions.restart.initialDelayMs;
  */
 export const stateMapping: Record<string, { status: SessionStatus; machine: StateValue | null }> = {
   ready: { status: 'ready', machine: 'ready' },
-  'running.open': { status: 'running', machine: { prompting: { running: 'watching' } } },
-  'running.finishing': { status: 'running', machine: { prompting: { running: 'watching' } } },
+  'running.open': { status: 'running', machine: { prompting: 'running' } },
+  'running.finishing': { status: 'running', machine: { prompting: 'running' } },
   awaitingPermission: { status: 'awaiting_permission', machine: { prompting: 'awaitingPermission' } },
   stalled: { status: 'stalled', machine: { prompting: 'stalled' } },
   completed: { status: 'completed', machine: 'completed' },

@@ -103,8 +103,8 @@ export function pendingTimers(clock: SimulatedClock): number {
 
 /** How far ahead each timer pending on a SimulatedClock is due, in ms (its private fields, as above). */
 export function pendingDelays(clock: SimulatedClock): number[] {
-  const view = clock as unknown as { timeouts: Map<unknown, { timeout: number }>; _now: number };
-  return [...view.timeouts.values()].map((timer) => timer.timeout - view._now).sort((a, b) => a - b);
+  const view = clock as unknown as { timeouts: Map<unknown, { start: number; timeout: number }>; _now: number };
+  return [...view.timeouts.values()].map((timer) => timer.start + timer.timeout - view._now).sort((a, b) => a - b);
 }
 
 /** Records every status and error event of a supervisor, in order. */

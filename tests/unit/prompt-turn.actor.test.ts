@@ -6,10 +6,11 @@
  * in flight, once.
  */
 import { describe, expect, it } from 'vitest';
-import { createActor, createMachine, sendTo } from 'xstate';
+import { createActor, createMachine, sendTo, SimulatedClock } from 'xstate';
 import { createPromptTurnActor } from '../../actors/prompt-turn.actor.js';
 import type { ClientConnection } from '../../core/acp-types.js';
 import type { PromptTurnCommand, SessionEvent } from '../../machines/session-events.js';
+import { pendingTimers } from '../support/real-agents.js';
 
 /** A connection whose session/prompt requests wait for the test; what was sent is recorded. */
 function fakeConnection() {
@@ -32,12 +33,13 @@ function fakeConnection() {
 }
 
 /** The actor under a parent that forwards commands to it and records what it reports. */
-function startTurns(connection: ClientConnection | undefined) {
+function startTurns(connection: ClientConnection | undefined, stallTimeoutMs = 120_000) {
+  const clock = new SimulatedClock();
   const reported: SessionEvent[] = [];
   const cancelledPermissions: string[] = [];
   const parent = createMachine({
     types: {} as { events: { type: 'command'; command: PromptTurnCommand } | SessionEvent },
-    invoke: { id: 'turns', src: 'promptTurn', input: { agent: 'codex', sessionId: 's1' } },
+    invoke: { id: 'turns', src: 'promptTurn', input: { agent: 'codex', sessionId: 's1', stallTimeoutMs } },
     on: {
       command: { actions: sendTo('turns', ({ event }) => (event as { command: PromptTurnCommand }).command) },
       '*': { actions: ({ event }) => void reported.push(event as SessionEvent) },
@@ -47,12 +49,13 @@ function startTurns(connection: ClientConnection | undefined) {
       promptTurn: createPromptTurnActor({
         connectionOf: () => connection,
         cancelPermissions: (agent, sessionId) => void cancelledPermissions.push(`${agent}/${sessionId}`),
+        clock,
       }),
     },
   });
   const actor = createActor(parent).start();
   const send = (command: PromptTurnCommand) => actor.send({ type: 'command', command });
-  return { actor, send, reported, cancelledPermissions };
+  return { actor, send, reported, cancelledPermissions, clock };
 }
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -133,5 +136,44 @@ describe('prompt-turn actor', () => {
     agent.requests[0]!.refuse(Object.assign(new Error('Invalid params'), { code: -32602, data: { field: 'prompt' } }));
     await settle();
     expect(turns.reported).toEqual([{ type: 'turn.failed', failure: expect.objectContaining({ kind: 'protocol_error', rpcCode: -32602, at: expect.any(Number) }) }]);
+  });
+
+  it('watches a turn for stalls from its start until it is answered, on the session\'s clock', async () => {
+    const agent = fakeConnection();
+    const turns = startTurns(agent.connection, 1000);
+    turns.send({ type: 'start', prompt: text('one') });
+    turns.clock.increment(800);
+    turns.send({ type: 'activity' });
+    turns.clock.increment(999);
+    expect(turns.reported).toEqual([]);
+    turns.clock.increment(1);
+    expect(turns.reported).toEqual([{ type: 'turn.stalled' }]);
+    turns.send({ type: 'resumeStallWatch' }); // updates came again
+    turns.send({ type: 'pauseStallWatch' }); // a person is asked
+    turns.clock.increment(5000);
+    expect(turns.reported).toEqual([{ type: 'turn.stalled' }]);
+    agent.requests[0]!.answer({ stopReason: 'end_turn' });
+    await settle();
+    turns.send({ type: 'resumeStallWatch' }); // too late: the turn was answered, nothing to watch
+    turns.clock.increment(5000);
+    expect(turns.reported).toEqual([{ type: 'turn.stalled' }, { type: 'turn.completed', stopReason: 'end_turn' }]);
+
+    // An answered turn is not watched any more; a released one neither; stopping clears the timer.
+    turns.send({ type: 'start', prompt: text('two') });
+    agent.requests[1]!.answer({ stopReason: 'end_turn' });
+    await settle();
+    expect(pendingTimers(turns.clock)).toBe(1); // an answered turn's timer lapses at its deadline
+    turns.send({ type: 'start', prompt: text('three') });
+    turns.send({ type: 'release' });
+    expect(pendingTimers(turns.clock)).toBe(0); // a released turn's is cleared: no turn follows soon
+    turns.clock.increment(5000);
+    expect(turns.reported.filter((event) => event.type === 'turn.stalled')).toHaveLength(1);
+    turns.send({ type: 'start', prompt: text('four') });
+    agent.requests[3]!.refuse(new Error('refused'));
+    await settle();
+    expect(pendingTimers(turns.clock)).toBe(0); // a failed turn's too: the session fails
+    turns.send({ type: 'start', prompt: text('five') });
+    turns.actor.stop();
+    expect(pendingTimers(turns.clock)).toBe(0);
   });
 });

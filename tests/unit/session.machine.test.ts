@@ -3,6 +3,7 @@ import { createActor, createMachine, fromCallback, fromPromise, SimulatedClock }
 import type { StopReason } from '../../core/acp-types.js';
 import type { LoadSessionInput, PromptTurnCommand, PromptTurnInput, SessionEvent, SessionMachineInput, SessionRequestResult } from '../../machines/session-events.js';
 import { sessionMachine, sessionStatusOf } from '../../machines/session.machine.js';
+import { StallWatch } from '../../actors/stall-watch.js';
 import { pendingTimers } from '../support/real-agents.js';
 
 interface FakeTurn {
@@ -22,6 +23,8 @@ afterEach(() => {
 function startSession(overrides: Partial<SessionMachineInput> = {}) {
   const clock = new SimulatedClock();
   const turns: FakeTurn[] = [];
+  /** Every command the machine sent its turn actor, by type. */
+  const commands: string[] = [];
   let loads = 0;
   /** What the session tells its agent machine (it has no parent here). */
   const toAgent: Array<{ type: string; kind?: string }> = [];
@@ -32,24 +35,37 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
     },
     actors: {
       // The session's one turn actor: each `start` is a turn the test settles by hand.
-      promptTurn: fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(({ sendBack, receive }) => {
+      // The stall watch is the real one (actors/stall-watch.ts), on the test's clock, driven by the machine's commands as the real actor drives it.
+      promptTurn: fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(({ sendBack, receive, input }) => {
         let current: FakeTurn | null = null;
-        const release = () => {
+        const watch = new StallWatch(clock, input.stallTimeoutMs, () => sendBack({ type: 'turn.stalled' }));
+        const abandon = () => {
           if (current) current.released = true;
           current = null;
         };
+        const release = () => {
+          abandon();
+          watch.stop();
+        };
+        const ended = (turn: FakeTurn, completed: boolean) => {
+          if (current !== turn) return;
+          current = null;
+          if (completed) watch.pause();
+          else watch.stop();
+        };
         receive((command) => {
+          commands.push(command.type);
           if (command.type === 'start') {
-            release();
+            abandon();
             const turn: FakeTurn = {
               complete: (stopReason) => {
                 if (turn.released) return;
-                if (current === turn) current = null;
+                ended(turn, true);
                 sendBack({ type: 'turn.completed', stopReason });
               },
               fail: (kind, message) => {
                 if (turn.released) return;
-                if (current === turn) current = null;
+                ended(turn, false);
                 sendBack({ type: 'turn.failed', failure: { kind, message } });
               },
               cancels: 0,
@@ -57,8 +73,13 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
             };
             current = turn;
             turns.push(turn);
+            watch.watch();
           } else if (command.type === 'cancel') {
             if (current) current.cancels++;
+          } else if (command.type === 'activity') watch.activity();
+          else if (command.type === 'pauseStallWatch') watch.pause();
+          else if (command.type === 'resumeStallWatch') {
+            if (current) watch.watch();
           } else release();
         });
         return release;
@@ -91,7 +112,7 @@ function startSession(overrides: Partial<SessionMachineInput> = {}) {
     return requestId;
   };
   const answerTo = (requestId: string) => answers.find((answer) => answer.requestId === requestId)?.result;
-  return { actor, clock, turns, statuses, stalls, toAgent, prompt, answerTo, loads: () => loads, value: () => actor.getSnapshot().value };
+  return { actor, clock, turns, commands, statuses, stalls, toAgent, prompt, answerTo, loads: () => loads, value: () => actor.getSnapshot().value };
 }
 
 const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -100,7 +121,7 @@ describe('session machine', () => {
   it('ready → prompting.running → completed, answering the prompt with its stop reason', () => {
     const session = startSession();
     const request = session.prompt();
-    expect(session.value()).toEqual({ prompting: { running: 'watching' } });
+    expect(session.value()).toEqual({ prompting: 'running' });
     expect(session.answerTo(request)).toBeUndefined();
     session.turns[0]!.complete('end_turn');
     expect(session.value()).toBe('completed');
@@ -127,14 +148,35 @@ describe('session machine', () => {
     session.clock.increment(900);
     session.actor.send({ type: 'activity' });
     session.clock.increment(900);
-    expect(session.value()).toEqual({ prompting: { running: 'watching' } });
+    expect(session.value()).toEqual({ prompting: 'running' });
     session.clock.increment(100);
     expect(session.value()).toEqual({ prompting: { stalled: 'reported' } });
     expect(session.stalls).toEqual(['none']);
     expect(session.turns[0]!.cancels).toBe(0);
     session.actor.send({ type: 'activity' });
-    expect(session.value()).toEqual({ prompting: { running: 'watching' } });
+    expect(session.value()).toEqual({ prompting: 'running' });
     expect(session.statuses).toEqual(['ready', 'running', 'stalled', 'running']);
+    // Watched again from the recovery: a second stall is reported a full timeout later.
+    session.clock.increment(999);
+    expect(session.value()).toEqual({ prompting: 'running' });
+    session.clock.increment(1);
+    expect(session.stalls).toEqual(['none', 'none']);
+    expect(session.commands).toEqual(['start', 'activity', 'resumeStallWatch']);
+  });
+
+  it('a turn costs its turn actor one command: start (the watch needs no timer command per turn)', () => {
+    const session = startSession({ stallTimeoutMs: 1000 });
+    for (let turn = 0; turn < 3; turn++) {
+      session.prompt();
+      session.clock.increment(600);
+      session.turns[turn]!.complete('end_turn');
+    }
+    expect(session.commands).toEqual(['start', 'start', 'start']);
+    // Each turn was watched from its own start: 600 ms apiece never stalled, though 1,800 ms went by.
+    expect(session.stalls).toEqual([]);
+    session.prompt();
+    session.clock.increment(1000);
+    expect(session.value()).toEqual({ prompting: { stalled: 'reported' } });
   });
 
   it("onStall 'cancel' cancels the turn once; the turn then ends with its stop reason", () => {
@@ -149,13 +191,19 @@ describe('session machine', () => {
 
   it("onStall 'restart' asks the parent agent machine to restart its process", () => {
     const restarts: string[] = [];
+    const clock = new SimulatedClock();
     const parent = createMachine({
       id: 'parent',
       invoke: {
         id: 'child',
         src: sessionMachine.provide({
           actors: {
-            promptTurn: fromCallback(() => {}),
+            // A turn that never answers, watched for stalls as the real actor does.
+            promptTurn: fromCallback<PromptTurnCommand, PromptTurnInput, SessionEvent>(({ sendBack, receive, input }) => {
+              const watch = new StallWatch(clock, input.stallTimeoutMs, () => sendBack({ type: 'turn.stalled' }));
+              receive((command) => command.type === 'start' && watch.watch());
+              return () => watch.stop();
+            }),
             loadSession: fromPromise(async () => {}),
           },
         }),
@@ -163,7 +211,6 @@ describe('session machine', () => {
       },
       on: { restart: { actions: ({ event }) => restarts.push(String(event.sessionId)) } },
     });
-    const clock = new SimulatedClock();
     const actor = createActor(parent, { clock }).start();
     actor.getSnapshot().children.child!.send({ type: 'prompt', requestId: 'r1', prompt: [] });
     clock.increment(1000);
@@ -181,8 +228,14 @@ describe('session machine', () => {
     session.actor.send({ type: 'permission.settled', requestId: 'p1' });
     expect(session.value()).toEqual({ prompting: 'awaitingPermission' });
     session.actor.send({ type: 'permission.settled', requestId: 'p2' });
-    expect(session.value()).toEqual({ prompting: { running: 'watching' } });
+    expect(session.value()).toEqual({ prompting: 'running' });
     expect(session.statuses).toEqual(['ready', 'running', 'awaiting_permission', 'running']);
+    // Watched again from the answer, not from the turn's start.
+    session.clock.increment(999);
+    expect(session.value()).toEqual({ prompting: 'running' });
+    session.clock.increment(1);
+    expect(session.value()).toEqual({ prompting: { stalled: 'reported' } });
+    expect(session.commands).toEqual(['start', 'pauseStallWatch', 'resumeStallWatch']);
   });
 
   it('a question nobody answers expires after its timeout on the clock; an answered one, or one of a turn that ended, does not', () => {
@@ -202,7 +255,11 @@ describe('session machine', () => {
     session.turns[0]!.complete('end_turn'); // the turn ended with the question open: its timer goes too
     session.clock.increment(5000);
     expect(expired).toEqual(['late']);
+    // Left armed: only the stall watch's one timer, which lapses at its deadline (unwatched, it reports nothing).
+    expect(pendingTimers(session.clock)).toBe(1);
+    session.clock.increment(120_000);
     expect(pendingTimers(session.clock)).toBe(0);
+    expect(session.stalls).toEqual([]);
   });
 
   it('a failed turn records its kind and answers the prompt; the agent dying fails the session', () => {

@@ -1,0 +1,74 @@
+/**
+ * The stall watch of a session's turns: while watched, a turn that sends no update for
+ * `timeoutMs` is reported once (`onStall`). The prompt-turn actor runs it; the session
+ * machine decides what a stall means (its `stalled` state and the onStall policy).
+ *
+ * One timer per session, not one per turn: a turn's start and its updates only note the
+ * time, and the timer, when it fires, compares the idle time with the timeout and re-arms
+ * itself for the rest when an update moved the deadline. Scheduling and cancelling a timer
+ * on every turn (XState's `after`) cost a fifth of a tiny turn's machine work
+ * (docs/performance.md, *turns*). A stall is seen exactly `timeoutMs` after the last update,
+ * as with a timer restarted on each one.
+ */
+import { clockNow, realClock, type Clock } from '../core/clock.js';
+
+export class StallWatch {
+  private watching = false;
+  /** When the watch last started or saw an update (the watch's time, ms). */
+  private lastActivity = 0;
+  /** The armed timer's handle (undefined: none armed). */
+  private timer: unknown = undefined;
+  /**
+   * The watch's time: the clock's own (a SimulatedClock's in tests), or — on the real
+   * clock — a monotonic one, so a wall-clock step never fakes or hides a stall.
+   */
+  private readonly now: () => number;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly timeoutMs: number,
+    private readonly onStall: () => void,
+  ) {
+    this.now = clock === realClock ? () => performance.now() : () => clockNow(clock);
+  }
+
+  /** Watch from now (a turn starts, or resumes after a person answered or after a stall). */
+  watch(): void {
+    this.lastActivity = this.now();
+    this.watching = true;
+    if (this.timer === undefined) this.arm(this.timeoutMs);
+  }
+
+  /** An update arrived: the deadline moves to `timeoutMs` from now. */
+  activity(): void {
+    if (this.watching) this.lastActivity = this.now();
+  }
+
+  /** Not watched (the turn ended, or waits for a person): an armed timer lapses when it fires. */
+  pause(): void {
+    this.watching = false;
+  }
+
+  /** The session ended: nothing is armed any more. */
+  stop(): void {
+    this.watching = false;
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(delayMs: number): void {
+    const handle: unknown = this.clock.setTimeout(this.fire, delayMs);
+    // An idle session's lapsing timer must not hold the process open (a live turn's pipes do).
+    (handle as { unref?: () => void } | null)?.unref?.();
+    this.timer = handle;
+  }
+
+  private readonly fire = (): void => {
+    this.timer = undefined;
+    if (!this.watching) return;
+    const idle = this.now() - this.lastActivity;
+    if (idle < this.timeoutMs) return this.arm(this.timeoutMs - idle);
+    this.watching = false;
+    this.onStall();
+  };
+}
