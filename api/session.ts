@@ -3,7 +3,6 @@
  * (a child actor of the agent's actor), which answers every prompt and resume; this class
  * sends those requests and awaits the answers, and delivers the session's events.
  */
-import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { AgentError, failures, invalidOptions, toError } from '../core/errors.js';
 import { checkPrompt, contentBlockFromFile } from '../runtime/prompt-content.js';
@@ -218,7 +217,7 @@ export class Session implements AsyncIterable<SessionUpdate> {
     checkPrompt(this.agent, this.host.displayName(this.agent), prompt, this.host.promptCapabilities(this.agent));
     if (options.meta !== undefined && (options.meta === null || typeof options.meta !== 'object' || Array.isArray(options.meta))) throw invalidOptions('Prompt option meta must be an object', this.agent);
     const event = { type: 'prompt' as const, prompt, ...(options.meta ? { meta: options.meta } : {}) };
-    const requestId = randomUUID();
+    const requestId = this.record.nextRequestId();
     // The agent classifies a turn the agent refused (docs/failures.md): the error carries its class.
     const classification = this.record.classificationOf(requestId);
     try {
@@ -227,6 +226,7 @@ export class Session implements AsyncIterable<SessionUpdate> {
         onAbort: () => this.cancel(),
         waitAfterAbort: true,
         requestId,
+        answers: this.record.answers,
       });
       return answer.stopReason ?? 'end_turn';
     } catch (error) {

@@ -9,9 +9,18 @@ import { abortedError, toError, type AgentFailure } from '../core/errors.js';
 import { onAbort, requireSignal } from '../util/abort.js';
 
 /** The emitted answer: `{ requestId, result }` with `result.ok` false carrying a failure. */
-interface Answer<Ok> {
+export interface Answer<Ok = object> {
   requestId: string;
   result: ({ ok: true } & Ok) | { ok: false; failure: AgentFailure };
+}
+
+/**
+ * Where answers to one actor's requests are heard: `listen(requestId, handler)` until the
+ * returned function is called. The default is a listener of the actor's own per request; an
+ * actor asked often (a session, once a turn) keeps one listener and routes by request id.
+ */
+export interface AnswerSource {
+  listen(requestId: string, handler: (answer: Answer) => void): () => void;
 }
 
 export interface RequestOptions {
@@ -23,6 +32,8 @@ export interface RequestOptions {
   waitAfterAbort?: boolean;
   /** The request's id, when the caller follows other answers to it too (a turn's classification); a fresh one by default. */
   requestId?: string;
+  /** Hears the answer (an actor's listener for this request by default). */
+  answers?: AnswerSource;
 }
 
 /**
@@ -50,13 +61,15 @@ export function request<Ok extends object = object>(
       for (const cleanup of cleanups.splice(0)) cleanup();
       outcome();
     };
-    const subscription = actor.on(answerType, (answer: Answer<Ok>) => {
-      if (answer.requestId !== requestId) return;
-      const { result } = answer;
-      if (result.ok) finish(() => resolve(result));
+    const answered = ({ result }: Answer) => {
+      if (result.ok) finish(() => resolve(result as { ok: true } & Ok));
       else finish(() => reject(toError(agent, result.failure)));
-    });
-    cleanups.push(() => subscription.unsubscribe());
+    };
+    if (options.answers) cleanups.push(options.answers.listen(requestId, answered));
+    else {
+      const subscription = actor.on(answerType, (answer: Answer) => answer.requestId === requestId && answered(answer));
+      cleanups.push(() => subscription.unsubscribe());
+    }
     if (options.signal?.aborted && !options.waitAfterAbort) return finish(() => reject(abortedError(agent, options.signal!)));
     actor.send({ ...event, requestId });
     if (settled) return; // answered at once

@@ -20,6 +20,7 @@ import type { SweepResult } from '../services/agent-records.service.js';
 import type { FsSandbox } from '../services/fs-sandbox.service.js';
 import type { TerminalSet } from '../services/terminals/terminal-set.js';
 import { EventHub } from '../util/event-hub.js';
+import type { Answer, AnswerSource } from './requests.js';
 import { SessionState, stateUpdateKinds, type SessionStateFields } from './session-state.js';
 import type { SessionWorkspace } from './workspace-holds.js';
 import type { WorkspaceEvents } from './workspace-registry.js';
@@ -144,6 +145,13 @@ export class SessionRecord {
   /** Resolves once the session stopped and its terminals are gone. */
   readonly released: Promise<void>;
   private markReleased!: () => void;
+  /** The session actor's id among its agent actor's children. */
+  private readonly actorId: string;
+  /** The requests waiting for their `request.settled`, by id. */
+  private readonly waiting = new Map<string, (answer: Answer) => void>();
+  /** The failures the agent classified for this session's requests (`failure.classified`), while a request waits for one. */
+  private readonly classified = new Map<string, AgentFailure | undefined>();
+  private requests = 0;
   /** When the last `activity` event was sent (real time, ms). */
   private activitySentAt = Number.NEGATIVE_INFINITY;
   /** The trailing `activity` of a burst, due at the end of its window. */
@@ -169,6 +177,7 @@ export class SessionRecord {
     private readonly agentActor: () => AgentActorRef | undefined,
     stateChanged: (change: SessionStateChange) => void = () => {},
   ) {
+    this.actorId = sessionActorId(key);
     this.released = new Promise((resolve) => (this.markReleased = resolve));
     this.state = new SessionState((field, value) => {
       (this.channel.emit as (type: string, event: unknown) => void)(field, value);
@@ -179,8 +188,24 @@ export class SessionRecord {
   /** The session actor while it runs (a child of the agent's actor). */
   actor(): SessionActorRef | undefined {
     const children = this.agentActor()?.getSnapshot().children;
-    const id = sessionActorId(this.key);
-    return children && Object.hasOwn(children, id) ? (children[id] as SessionActorRef) : undefined;
+    return children && Object.hasOwn(children, this.actorId) ? (children[this.actorId] as SessionActorRef) : undefined;
+  }
+
+  /**
+   * The answers to this session's requests (`request.settled`), heard by one listener of the
+   * session actor and routed by request id: a turn does not subscribe to the actor and
+   * unsubscribe again (runtime/requests.ts).
+   */
+  readonly answers: AnswerSource = {
+    listen: (requestId, handler) => {
+      this.waiting.set(requestId, handler);
+      return () => this.waiting.delete(requestId);
+    },
+  };
+
+  /** A fresh id for a request to this session: unique among every session's (the key is), no random bytes a turn. */
+  nextRequestId(): string {
+    return `${this.key}:${++this.requests}`;
   }
 
   /** The machine's status, or `stopped` once its actor is gone. */
@@ -244,7 +269,13 @@ export class SessionRecord {
       events.emit('session:stall', { agent: this.agent, sessionId: this.id, policy, stallTimeoutMs });
     });
     const expired = actor.on('ask.expired', ({ requestId }) => onAskExpired(requestId));
-    this.detach = () => (status.unsubscribe(), stall.unsubscribe(), expired.unsubscribe());
+    // Kept for the actor's life, not detached with the rest: the step that reports `stopped`
+    // (which releases the record) answers the request in progress right after.
+    actor.on('request.settled', (answer) => this.waiting.get(answer.requestId)?.(answer));
+    const classifications = this.agentActor()?.on('failure.classified', ({ requestId, failure }) => {
+      if (requestId !== null && this.classified.has(requestId)) this.classified.set(requestId, failure);
+    });
+    this.detach = () => (status.unsubscribe(), stall.unsubscribe(), expired.unsubscribe(), classifications?.unsubscribe());
   }
 
   /**
@@ -253,11 +284,8 @@ export class SessionRecord {
    * `failure.classified`). `failure()` is it once it came; `off()` stops following.
    */
   classificationOf(requestId: string): { failure(): AgentFailure | undefined; off(): void } {
-    let classified: AgentFailure | undefined;
-    const subscription = this.agentActor()?.on('failure.classified', (event) => {
-      if (event.requestId === requestId) classified = event.failure;
-    });
-    return { failure: () => classified, off: () => subscription?.unsubscribe() };
+    this.classified.set(requestId, undefined);
+    return { failure: () => this.classified.get(requestId), off: () => this.classified.delete(requestId) };
   }
 
   /** Stops listening, kills the terminals, then runs `ended` (the workspace's cleanup); `released` resolves after. */
