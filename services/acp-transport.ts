@@ -4,17 +4,16 @@
  * `ndJsonStream` sits on.
  *
  * Why not `ndJsonStream(Writable.toWeb(stdin), Readable.toWeb(stdout))`: on that path every
- * message goes through three web streams and a chain of promises each way, and every message
- * sent is its own write to the pipe — a system call that wakes the agent. A tiny prompt turn
- * costs the raw SDK ~85 µs of CPU, a third of it those writes (docs/performance.md, *turns*).
- * Here:
+ * message goes through three web streams and a chain of promises each way
+ * (docs/performance.md, *turns*). Here:
  *
- * - **Writes** are corked for the rest of the current tick: the messages sent together (the
- *   next prompts of 16 sessions whose turns ended in one read, a request and its cancel) go
- *   to the pipe as one write (`writev`). Node's `end()` uncorks first, so nothing queued is
- *   lost by a stop that closes stdin in the same tick. A write that fills the pipe resolves
- *   on its drain; once stdin failed or was destroyed, writes reject (one still waiting for
- *   the drain included), which closes the SDK's connection.
+ * - **Writes** go to the pipe as they are made, one write each. A write that fills the pipe
+ *   resolves on its drain; once stdin failed or was destroyed, writes reject (one still
+ *   waiting for the drain included), which closes the SDK's connection. (Corking the writes
+ *   of a tick into one `writev` saved a system call or two but made the agent wait for the
+ *   whole tick's work — the next prompts of 16 sessions whose turns ended in one read — before
+ *   starting on the first: the two processes took turns instead of working at once, and a
+ *   tiny turn took longer; docs/performance.md, *turns*.)
  * - **Reads** split lines from the stream's own `data` events and hand each message to
  *   `accept` at once, in order: what it keeps (null: taken or dropped) waits for the SDK's
  *   next `read()` in a plain queue.
@@ -76,20 +75,10 @@ export function ndJsonTransport<M extends object>(output: Writable, input: Reada
   const maxMessageBytes = options.maxMessageBytes ?? defaultMaxMessageBytes;
 
   // ---- writing ----
-  let corked = false;
   let writeFailure: Error | null = null;
-  const uncork = () => {
-    corked = false;
-    output.uncork();
-  };
   const writeLine = (line: string): Promise<void> | undefined => {
     if (writeFailure) return Promise.reject(writeFailure);
     if (output.destroyed || output.writableEnded) return Promise.reject(new Error('The agent\'s stdin is closed'));
-    if (!corked) {
-      corked = true;
-      output.cork();
-      process.nextTick(uncork);
-    }
     const room = output.write(line, (error) => {
       if (error) writeFailure ??= error;
     });

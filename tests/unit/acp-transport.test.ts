@@ -381,13 +381,14 @@ describe('reading: the line-length limit', () => {
 });
 
 describe('writing', () => {
-  it('sends the messages of one tick to the pipe as one write', async () => {
+  it('sends each message to the pipe as it is made, in order, also within one tick (the agent starts on the first at once)', async () => {
     const { writer, stdin, sent } = connect();
     const messages = [{ id: 1, method: 'a' }, { id: 2, method: 'b' }, { method: 'c' }];
-    const writes = messages.map((message) => writer.write(message));
+    const writes = [writer.write(messages[0]!)];
+    expect(stdin.lines()).toEqual(['{"id":1,"method":"a"}']); // on the pipe before the next is made, not at the end of the tick
+    writes.push(...messages.slice(1).map((message) => writer.write(message)));
     await Promise.all(writes);
-    await until(() => stdin.lines().length === 3, 'three lines on stdin');
-    expect(stdin.calls).toEqual([messages.map((message) => `${JSON.stringify(message)}\n`)]);
+    expect(stdin.calls).toEqual(messages.map((message) => [`${JSON.stringify(message)}\n`]));
     expect(sent).toEqual(messages);
   });
 
@@ -451,11 +452,11 @@ describe('writing: backpressure and failures', () => {
     expect(stdin.calls).toEqual([]);
   });
 
-  it('a write the pipe fails makes the next write reject with that error', async () => {
+  it('a write the pipe fails rejects with that error, and so does the next', async () => {
     const failure = new Error('EPIPE: the agent is gone');
     const stdin = recordingPipe({ failWith: failure });
     const { writer } = connect({ stdin });
-    await writer.write({ id: 1 });
+    await expect(writer.write({ id: 1 })).rejects.toBe(failure);
     await until(() => stdin.errors.length > 0, 'the pipe error');
     await expect(writer.write({ id: 2 })).rejects.toBe(failure);
     expect(stdin.calls).toHaveLength(1);
