@@ -163,7 +163,8 @@ export const sessionMachine = setup({
       const request = context.request;
       if (!request) return;
       let result: SessionRequestResult;
-      if (params.outcome === 'ok') result = request.kind === 'prompt' ? { ok: true, stopReason: context.lastStopReason ?? 'end_turn' } : { ok: true };
+      // 'ok' answers a resume (ready entered again); a completed turn is answered on its transition (answerTurn).
+      if (params.outcome === 'ok') result = { ok: true };
       else if (params.outcome === 'failed') result = { ok: false, failure: asAgentFailure(context.lastError ?? failures.agentLost(context.displayName)) };
       else result = { ok: false, failure: context.lastError ? asAgentFailure(context.lastError) : failures.closedDuringTurn(context.sessionId) };
       enqueue.emit({ type: 'request.settled', requestId: request.id, result });
@@ -172,7 +173,19 @@ export const sessionMachine = setup({
     /** A prompt turn begins: counted, the last failure cleared, its caller waiting (one assign: a turn's hot path). */
     acceptPrompt: assign(({ context }, params: { requestId: string }) => ({ turns: context.turns + 1, lastError: null, request: { id: params.requestId, kind: 'prompt' as const } })),
     clearFailure: assign({ lastError: null }),
-    recordStopReason: assign({ lastStopReason: (_, params: { stopReason: StopReason }) => params.stopReason }),
+    /**
+     * The turn's answer: its caller's prompt resolves with the stop reason. Given on the
+     * transition (not by `completed`'s entry, as the other outcomes are): a turn's hot path,
+     * one emit and one assign instead of a settling action that computes which answer to give.
+     */
+    answerTurn: emit(({ context }, params: { stopReason: StopReason }) => ({
+      type: 'request.settled' as const,
+      // Always set while prompting (acceptPrompt); an id nobody waits for would go nowhere.
+      requestId: context.request?.id ?? '',
+      result: { ok: true as const, stopReason: params.stopReason },
+    })),
+    /** The turn ended: its stop reason kept, its caller answered. */
+    recordTurnEnd: assign((_, params: { stopReason: StopReason }) => ({ lastStopReason: params.stopReason, request: null })),
     recordFailure: assign({ lastError: (_, params: { failure: SessionFailure }) => params.failure }),
     /** Questions still pending when the turn stops waiting for a person (it ended, failed, or the session closed): their timers go. */
     dropPendingAsks: enqueueActions(({ enqueue, context }) => {
@@ -280,8 +293,11 @@ export const sessionMachine = setup({
       on: {
         'turn.completed': {
           target: 'completed',
-          actions: { type: 'recordStopReason', params: ({ event }) => ({ stopReason: event.stopReason }) },
-          description: 'session/prompt answered with a stop reason.',
+          actions: [
+            { type: 'answerTurn', params: ({ event }) => ({ stopReason: event.stopReason }) },
+            { type: 'recordTurnEnd', params: ({ event }) => ({ stopReason: event.stopReason }) },
+          ],
+          description: 'session/prompt answered with a stop reason: its caller is answered with it.',
         },
         'turn.failed': [
           {
@@ -367,7 +383,7 @@ export const sessionMachine = setup({
     },
     completed: {
       description: 'The last turn ended with a stop reason; ready for the next prompt.',
-      entry: [{ type: 'reportStatus', params: { status: 'completed' } }, { type: 'settleRequest', params: { outcome: 'ok' } }],
+      entry: { type: 'reportStatus', params: { status: 'completed' } },
       on: {
         prompt: { target: '#session.prompting', actions: { type: 'acceptPrompt', params: promptRequestOf }, description: 'The next prompt turn.' },
         resume: { actions: { type: 'answerNow', params: ({ event }) => ({ requestId: event.requestId, result: { ok: true } }) }, description: 'Nothing to resume.' },

@@ -20,7 +20,8 @@ export const sessionMachine = setup({
     settleRequest: () => {},
     acceptPrompt: () => {},
     clearFailure: () => {},
-    recordStopReason: () => {},
+    answerTurn: () => {},
+    recordTurnEnd: () => {},
     recordFailure: () => {},
     dropPendingAsks: () => {},
     scheduleAskTimeout: () => {},
@@ -104,8 +105,8 @@ export const sessionMachine = setup({
       on: {
         'turn.completed': {
           target: 'completed',
-          actions: { type: 'recordStopReason' },
-          description: 'session/prompt answered with a stop reason.',
+          actions: [{ type: 'answerTurn' }, { type: 'recordTurnEnd' }],
+          description: 'session/prompt answered with a stop reason: its caller is answered with it.',
         },
         'turn.failed': [
           {
@@ -220,10 +221,7 @@ export const sessionMachine = setup({
     },
     completed: {
       description: 'The last turn ended with a stop reason; ready for the next prompt.',
-      entry: [
-        { type: 'reportStatus', params: { status: 'completed' } },
-        { type: 'settleRequest', params: { outcome: 'ok' } },
-      ],
+      entry: { type: 'reportStatus', params: { status: 'completed' } },
       on: {
         prompt: {
           target: '#session.prompting',
