@@ -13,7 +13,7 @@
  */
 import { fromCallback } from 'xstate';
 import type { ClientConnection, ContentBlock } from '../core/acp-types.js';
-import { realClock, type Clock } from '../core/clock.js';
+import { clockNow, realClock, type Clock } from '../core/clock.js';
 import { failures } from '../core/errors.js';
 import { rpcErrorDetails } from '../core/rpc-error.js';
 import type { PromptTurnCommand, PromptTurnInput, SessionEvent } from '../machines/session-events.js';
@@ -27,9 +27,7 @@ export interface PromptTurnDependencies {
   cancelPermissions(agent: string, sessionId: string): void;
   /** Hears each turn: the prompt as it is sent, then how the turn ended (the store's transcript). */
   onTurn?(agent: string, sessionId: string, event: TurnEvent): void;
-  /** The supervisor's clock (epoch ms), stamped on a failed turn. Date.now by default. */
-  now?(): number;
-  /** The supervisor's clock, for the stall watch (the real one by default). */
+  /** The supervisor's clock: the stall watch's, and the time stamped on a failed turn (the real one by default). */
   clock?: Clock;
 }
 
@@ -47,7 +45,8 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
     const { agent, sessionId } = input;
     /** The turn in flight: how to cancel it, and whether its answer is still wanted. */
     let current: { cancel(): void; released: boolean } | null = null;
-    const stallWatch = new StallWatch(deps.clock ?? realClock, input.stallTimeoutMs, () => sendBack({ type: 'turn.stalled' }));
+    const clock = deps.clock ?? realClock;
+    const stallWatch = new StallWatch(clock, input.stallTimeoutMs, () => sendBack({ type: 'turn.stalled' }));
 
     /** The turn in flight is cancelled and its answer no longer wanted. */
     const abandon = () => {
@@ -105,7 +104,7 @@ export function createPromptTurnActor(deps: PromptTurnDependencies) {
           }
           const failure = toRequestError(agent, connection, error, 'session/prompt');
           deps.onTurn?.(agent, sessionId, { error: { kind: failure.kind, message: failure.message } });
-          const at = (deps.now ?? Date.now)();
+          const at = clockNow(clock);
           if (!turn.released) sendBack({ type: 'turn.failed', failure: { kind: failure.kind, message: failure.message, ...rpcErrorDetails(error), at } });
         },
       );

@@ -305,7 +305,6 @@ export class SupervisorRuntime {
             else this.journal.promptResult(agent, sessionId, turn);
             this.events.emit('session:turn', { agent, sessionId, ...turn });
           },
-          now: this.now,
           clock: settings.clockForTimers,
         }),
         loadSession: createLoadSessionActor({
