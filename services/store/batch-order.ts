@@ -15,30 +15,36 @@ import type { StoreWrite } from '../../core/store.js';
 
 /** The batch with its transcript writes grouped by session (other writes first, in order); the batch itself when there is nothing to move. */
 export function inSessionOrder(batch: readonly StoreWrite[]): readonly StoreWrite[] {
-  let firstKey: string | null = null;
+  let first: { agent: string; sessionId: string } | null = null;
   let mixed = false;
   for (const write of batch) {
     if (write.type !== 'transcript') continue;
-    const key = `${write.agent}\u0000${write.sessionId}`;
-    if (firstKey === null) firstKey = key;
-    else if (key !== firstKey) {
+    if (first === null) first = write;
+    else if (write.sessionId !== first.sessionId || write.agent !== first.agent) {
       mixed = true;
       break;
     }
   }
   if (!mixed) return batch;
   const others: StoreWrite[] = [];
-  const groups = new Map<string, StoreWrite[]>();
+  // agent → session id → its writes (no key string built per write); `groups` keeps the order of first entries.
+  const byAgent = new Map<string, Map<string, StoreWrite[]>>();
+  const groups: StoreWrite[][] = [];
   for (const write of batch) {
     if (write.type !== 'transcript') {
       others.push(write);
       continue;
     }
-    const key = `${write.agent}\u0000${write.sessionId}`;
-    const group = groups.get(key);
+    let ofAgent = byAgent.get(write.agent);
+    if (!ofAgent) byAgent.set(write.agent, (ofAgent = new Map()));
+    const group = ofAgent.get(write.sessionId);
     if (group) group.push(write);
-    else groups.set(key, [write]);
+    else {
+      const created = [write];
+      ofAgent.set(write.sessionId, created);
+      groups.push(created);
+    }
   }
-  for (const group of groups.values()) others.push(...group);
+  for (const group of groups) for (const write of group) others.push(write);
   return others;
 }

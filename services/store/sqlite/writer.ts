@@ -69,12 +69,18 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
    * the batch creates it, is the first write's time — what applying them one by one leaves.
    */
   type SessionWrite = Extract<StoreWrite, { type: 'session' }>;
-  const sessionRows = new Map<string, { createdAt: number; merged: SessionWrite }>();
+  type SessionRow = { createdAt: number; merged: SessionWrite };
+  /** agent → session id → its merged row (no key string built per write); `sessionOrder` keeps the order of first writes. */
+  const sessionRows = new Map<string, Map<string, SessionRow>>();
+  const sessionOrder: SessionRow[] = [];
   function addSession(write: SessionWrite): void {
-    const key = `${write.agent}\u0000${write.sessionId}`;
-    const row = sessionRows.get(key);
+    let ofAgent = sessionRows.get(write.agent);
+    if (!ofAgent) sessionRows.set(write.agent, (ofAgent = new Map()));
+    const row = ofAgent.get(write.sessionId);
     if (row === undefined) {
-      sessionRows.set(key, { createdAt: write.at, merged: { ...write } });
+      const created = { createdAt: write.at, merged: { ...write } };
+      ofAgent.set(write.sessionId, created);
+      sessionOrder.push(created);
       return;
     }
     const merged = row.merged;
@@ -86,7 +92,7 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
   }
   /** Upserts the merged rows, in the order of their first write (the order sessions() breaks ties by). */
   function flushSessions(): void {
-    for (const { createdAt, merged: write } of sessionRows.values()) {
+    for (const { createdAt, merged: write } of sessionOrder) {
       statements.session.run({
         agent: write.agent,
         sessionId: write.sessionId,
@@ -103,6 +109,7 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
       });
     }
     sessionRows.clear();
+    sessionOrder.length = 0;
   }
 
   /**
@@ -197,6 +204,7 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
   const writeBatch = db.transaction((batch: readonly StoreWrite[]) => {
     run = null;
     sessionRows.clear();
+    sessionOrder.length = 0;
     // Each session's entries together: one packed row per session of the batch (batch-order.ts).
     for (const write of inSessionOrder(batch)) {
       if (write.type === 'transcript') addTranscript(write);
