@@ -9,6 +9,10 @@
  * on every turn (XState's `after`) cost a fifth of a tiny turn's machine work
  * (docs/performance.md, *turns*). A stall is seen exactly `timeoutMs` after the last update,
  * as with a timer restarted on each one.
+ *
+ * That needs the clock's time. A clock given without `now()` (the supervisor's `clock` option
+ * asks only for setTimeout and clearTimeout) has time only in its timers, so on such a clock
+ * the watch restarts its timer on every watch and update instead — exact, at a timer a turn.
  */
 import { clockNow, realClock, type Clock } from '../core/clock.js';
 
@@ -23,25 +27,31 @@ export class StallWatch {
    * clock — a monotonic one, so a wall-clock step never fakes or hides a stall.
    */
   private readonly now: () => number;
+  /** False for a clock without `now()`: its timer is restarted instead of read against the time. */
+  private readonly readsTime: boolean;
 
   constructor(
     private readonly clock: Clock,
     private readonly timeoutMs: number,
     private readonly onStall: () => void,
   ) {
+    this.readsTime = clock === realClock || typeof clock.now === 'function';
     this.now = clock === realClock ? () => performance.now() : () => clockNow(clock);
   }
 
   /** Watch from now (a turn starts, or resumes after a person answered or after a stall). */
   watch(): void {
-    this.lastActivity = this.now();
     this.watching = true;
+    if (!this.readsTime) return this.restart();
+    this.lastActivity = this.now();
     if (this.timer === undefined) this.arm(this.timeoutMs);
   }
 
   /** An update arrived: the deadline moves to `timeoutMs` from now. */
   activity(): void {
-    if (this.watching) this.lastActivity = this.now();
+    if (!this.watching) return;
+    if (this.readsTime) this.lastActivity = this.now();
+    else this.restart();
   }
 
   /** Not watched (the turn ended, or waits for a person): an armed timer lapses when it fires. */
@@ -56,6 +66,12 @@ export class StallWatch {
     this.timer = undefined;
   }
 
+  /** A clock without time: the deadline is a fresh timer of the whole timeout. */
+  private restart(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.arm(this.timeoutMs);
+  }
+
   private arm(delayMs: number): void {
     const handle: unknown = this.clock.setTimeout(this.fire, delayMs);
     // An idle session's lapsing timer must not hold the process open (a live turn's pipes do).
@@ -66,7 +82,7 @@ export class StallWatch {
   private readonly fire = (): void => {
     this.timer = undefined;
     if (!this.watching) return;
-    const idle = this.now() - this.lastActivity;
+    const idle = this.readsTime ? this.now() - this.lastActivity : this.timeoutMs;
     if (idle < this.timeoutMs) return this.arm(this.timeoutMs - idle);
     this.watching = false;
     this.onStall();

@@ -92,7 +92,7 @@ describe('prompt turns', () => {
     const busy = session.prompt(command({ op: 'slow', count: 2, intervalMs: 20 }));
     await expect(session.prompt('in between')).rejects.toMatchObject({ kind: 'session_busy' });
     expect(await busy).toBe('end_turn');
-    // The agent refuses the turn: the error carries the agent's classification, then nothing is kept.
+    // The agent refuses the turn: its classification is waited for (failure-classes.test.ts checks the class it gives), then nothing is kept.
     await expect(session.prompt(command({ op: 'fail', code: -32603, message: 'boom' }))).rejects.toBeInstanceOf(AgentError);
     expect(record.waiting.size).toBe(0);
     expect(record.classified.size).toBe(0);

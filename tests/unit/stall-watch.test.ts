@@ -73,6 +73,27 @@ describe('stall watch', () => {
     expect(stalls).toEqual([]);
   });
 
+  it("on a clock without now() (timers only), a stall comes timeoutMs after the last update all the same", () => {
+    const simulated = new SimulatedClock();
+    // The supervisor's clock option asks only for these two.
+    const timersOnly = { setTimeout: (fn: () => void, ms: number) => simulated.setTimeout(fn, ms), clearTimeout: (id: unknown) => simulated.clearTimeout(id as number) };
+    const stalls: number[] = [];
+    const watch = new StallWatch(timersOnly, 1000, () => stalls.push(simulated.now()));
+    watch.watch();
+    simulated.increment(700);
+    watch.activity();
+    simulated.increment(999);
+    expect(stalls).toEqual([]);
+    simulated.increment(1);
+    expect(stalls).toEqual([1700]);
+    watch.watch(); // watched again
+    watch.pause(); // answered at once
+    simulated.increment(5000);
+    expect(stalls).toEqual([1700]);
+    watch.stop();
+    expect(pendingTimers(simulated)).toBe(0);
+  });
+
   it('on the real clock its timer does not hold the process open', () => {
     const watch = new StallWatch(realClock, 60_000, () => {});
     watch.watch();
