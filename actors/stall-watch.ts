@@ -6,7 +6,7 @@
  * One timer per session, not one per turn: a turn's start and its updates only note the
  * time, and the timer, when it fires, compares the idle time with the timeout and re-arms
  * itself for the rest when an update moved the deadline. Scheduling and cancelling a timer
- * on every turn (XState's `after`) cost a fifth of a tiny turn's machine work
+ * on every turn (XState's `after`) cost about a third of a tiny turn's machine work
  * (docs/performance.md, *turns*). A stall is seen exactly `timeoutMs` after the last update,
  * as with a timer restarted on each one.
  *

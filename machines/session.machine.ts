@@ -9,7 +9,7 @@
  * machine work (docs/performance.md, *turns*). It also times the stall watch — the machine
  * tells it about updates (`activity`), pauses it while a person is asked and resumes it, and
  * hears `turn.stalled` — because a timer scheduled and cancelled by every turn (an `after`)
- * cost a fifth of the rest.
+ * cost about a third of its work (docs/performance.md, *turns*).
  *
  * It decides every outcome a caller sees: each `prompt` and `resume` is answered once with
  * `request.settled` (a busy or closed session refuses at once), and the stall policy is a
