@@ -86,6 +86,19 @@ function turnFailureOf({ event }: { event: SessionEvent }) {
   assertEvent(event, 'turn.failed');
   return { failure: event.failure };
 }
+/**
+ * The completed turn's answer: its caller's prompt resolves with the stop reason — given on the
+ * transition (the other outcomes are answered by the state entered, `settleRequest`): a turn's
+ * hot path, with nothing to decide. The request is always set while prompting (acceptPrompt).
+ */
+function turnAnswerOf({ context, event }: { context: SessionContext; event: SessionEvent }) {
+  assertEvent(event, 'turn.completed');
+  return { requestId: context.request?.id ?? '', result: { ok: true as const, stopReason: event.stopReason } };
+}
+function stopReasonOf({ event }: { event: SessionEvent }) {
+  assertEvent(event, 'turn.completed');
+  return { stopReason: event.stopReason };
+}
 /** A request refused at once: a turn runs (or a resume), session_busy. */
 function sessionBusyAnswer({ context, event }: { context: SessionContext; event: SessionEvent }) {
   assertEvent(event, ['prompt', 'resume']);
@@ -152,7 +165,7 @@ export const sessionMachine = setup({
       stallTimeoutMs: context.stallTimeoutMs,
     })),
     acceptRequest: assign({ request: (_, params: { requestId: string; kind: 'prompt' | 'resume' }) => ({ id: params.requestId, kind: params.kind }) }),
-    /** Answers one request at once, without changing state (a refusal, or nothing to do). */
+    /** Answers one request at once, without changing state (a refusal, nothing to do, a completed turn). */
     answerNow: emit((_, params: { requestId: string; result: SessionRequestResult }) => ({
       type: 'request.settled' as const,
       requestId: params.requestId,
@@ -163,7 +176,7 @@ export const sessionMachine = setup({
       const request = context.request;
       if (!request) return;
       let result: SessionRequestResult;
-      // 'ok' answers a resume (ready entered again); a completed turn is answered on its transition (answerTurn).
+      // 'ok' answers a resume (ready entered again); a completed turn is answered on its transition (turnAnswerOf).
       if (params.outcome === 'ok') result = { ok: true };
       else if (params.outcome === 'failed') result = { ok: false, failure: asAgentFailure(context.lastError ?? failures.agentLost(context.displayName)) };
       else result = { ok: false, failure: context.lastError ? asAgentFailure(context.lastError) : failures.closedDuringTurn(context.sessionId) };
@@ -173,18 +186,7 @@ export const sessionMachine = setup({
     /** A prompt turn begins: counted, the last failure cleared, its caller waiting (one assign: a turn's hot path). */
     acceptPrompt: assign(({ context }, params: { requestId: string }) => ({ turns: context.turns + 1, lastError: null, request: { id: params.requestId, kind: 'prompt' as const } })),
     clearFailure: assign({ lastError: null }),
-    /**
-     * The turn's answer: its caller's prompt resolves with the stop reason. Given on the
-     * transition (not by `completed`'s entry, as the other outcomes are): a turn's hot path,
-     * one emit and one assign instead of a settling action that computes which answer to give.
-     */
-    answerTurn: emit(({ context }, params: { stopReason: StopReason }) => ({
-      type: 'request.settled' as const,
-      // Always set while prompting (acceptPrompt); an id nobody waits for would go nowhere.
-      requestId: context.request?.id ?? '',
-      result: { ok: true as const, stopReason: params.stopReason },
-    })),
-    /** The turn ended: its stop reason kept, its caller answered. */
+    /** The turn ended: its stop reason kept, its caller answered (turnAnswerOf). */
     recordTurnEnd: assign((_, params: { stopReason: StopReason }) => ({ lastStopReason: params.stopReason, request: null })),
     recordFailure: assign({ lastError: (_, params: { failure: SessionFailure }) => params.failure }),
     /** Questions still pending when the turn stops waiting for a person (it ended, failed, or the session closed): their timers go. */
@@ -294,8 +296,8 @@ export const sessionMachine = setup({
         'turn.completed': {
           target: 'completed',
           actions: [
-            { type: 'answerTurn', params: ({ event }) => ({ stopReason: event.stopReason }) },
-            { type: 'recordTurnEnd', params: ({ event }) => ({ stopReason: event.stopReason }) },
+            { type: 'answerNow', params: turnAnswerOf },
+            { type: 'recordTurnEnd', params: stopReasonOf },
           ],
           description: 'session/prompt answered with a stop reason: its caller is answered with it.',
         },

@@ -20,7 +20,6 @@ export const sessionMachine = setup({
     settleRequest: () => {},
     acceptPrompt: () => {},
     clearFailure: () => {},
-    answerTurn: () => {},
     recordTurnEnd: () => {},
     recordFailure: () => {},
     dropPendingAsks: () => {},
@@ -105,7 +104,7 @@ export const sessionMachine = setup({
       on: {
         'turn.completed': {
           target: 'completed',
-          actions: [{ type: 'answerTurn' }, { type: 'recordTurnEnd' }],
+          actions: [{ type: 'answerNow' }, { type: 'recordTurnEnd' }],
           description: 'session/prompt answered with a stop reason: its caller is answered with it.',
         },
         'turn.failed': [
