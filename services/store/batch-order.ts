@@ -12,6 +12,7 @@
  * session per batch. A transcript is read per session, where the order is the order written.
  */
 import type { StoreWrite } from '../../core/store.js';
+import { BySession } from './by-session.js';
 
 /** The batch with its transcript writes grouped by session (other writes first, in order); the batch itself when there is nothing to move. */
 export function inSessionOrder(batch: readonly StoreWrite[]): readonly StoreWrite[] {
@@ -27,24 +28,16 @@ export function inSessionOrder(batch: readonly StoreWrite[]): readonly StoreWrit
   }
   if (!mixed) return batch;
   const others: StoreWrite[] = [];
-  // agent → session id → its writes (no key string built per write); `groups` keeps the order of first entries.
-  const byAgent = new Map<string, Map<string, StoreWrite[]>>();
-  const groups: StoreWrite[][] = [];
+  const groups = new BySession<StoreWrite[]>();
   for (const write of batch) {
     if (write.type !== 'transcript') {
       others.push(write);
       continue;
     }
-    let ofAgent = byAgent.get(write.agent);
-    if (!ofAgent) byAgent.set(write.agent, (ofAgent = new Map()));
-    const group = ofAgent.get(write.sessionId);
+    const group = groups.get(write.agent, write.sessionId);
     if (group) group.push(write);
-    else {
-      const created = [write];
-      ofAgent.set(write.sessionId, created);
-      groups.push(created);
-    }
+    else groups.add(write.agent, write.sessionId, [write]);
   }
-  for (const group of groups) for (const write of group) others.push(write);
+  for (const group of groups.inOrder) for (const write of group) others.push(write);
   return others;
 }

@@ -8,6 +8,7 @@ import type Database from 'better-sqlite3';
 import { isPlainTextChunk } from '../../../core/text-chunk.js';
 import type { StoreWrite } from '../../../core/store.js';
 import { inSessionOrder } from '../batch-order.js';
+import { BySession } from '../by-session.js';
 import { entryJson } from '../entry-json.js';
 import { chunkCodes, chunkWrapperChars, kindExtraBytes, maxPackedChars, packedLine, TRANSCRIPT_ROW_ENTRIES } from './packed-rows.js';
 
@@ -69,18 +70,11 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
    * the batch creates it, is the first write's time — what applying them one by one leaves.
    */
   type SessionWrite = Extract<StoreWrite, { type: 'session' }>;
-  type SessionRow = { createdAt: number; merged: SessionWrite };
-  /** agent → session id → its merged row (no key string built per write); `sessionOrder` keeps the order of first writes. */
-  const sessionRows = new Map<string, Map<string, SessionRow>>();
-  const sessionOrder: SessionRow[] = [];
+  const sessionRows = new BySession<{ createdAt: number; merged: SessionWrite }>();
   function addSession(write: SessionWrite): void {
-    let ofAgent = sessionRows.get(write.agent);
-    if (!ofAgent) sessionRows.set(write.agent, (ofAgent = new Map()));
-    const row = ofAgent.get(write.sessionId);
+    const row = sessionRows.get(write.agent, write.sessionId);
     if (row === undefined) {
-      const created = { createdAt: write.at, merged: { ...write } };
-      ofAgent.set(write.sessionId, created);
-      sessionOrder.push(created);
+      sessionRows.add(write.agent, write.sessionId, { createdAt: write.at, merged: { ...write } });
       return;
     }
     const merged = row.merged;
@@ -92,7 +86,7 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
   }
   /** Upserts the merged rows, in the order of their first write (the order sessions() breaks ties by). */
   function flushSessions(): void {
-    for (const { createdAt, merged: write } of sessionOrder) {
+    for (const { createdAt, merged: write } of sessionRows.inOrder) {
       statements.session.run({
         agent: write.agent,
         sessionId: write.sessionId,
@@ -109,7 +103,6 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
       });
     }
     sessionRows.clear();
-    sessionOrder.length = 0;
   }
 
   /**
@@ -204,7 +197,6 @@ export function batchWriter(db: Database.Database): Database.Transaction<(batch:
   const writeBatch = db.transaction((batch: readonly StoreWrite[]) => {
     run = null;
     sessionRows.clear();
-    sessionOrder.length = 0;
     // Each session's entries together: one packed row per session of the batch (batch-order.ts).
     for (const write of inSessionOrder(batch)) {
       if (write.type === 'transcript') addTranscript(write);
