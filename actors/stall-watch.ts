@@ -14,7 +14,7 @@
  * asks only for setTimeout and clearTimeout) has time only in its timers, so on such a clock
  * the watch restarts its timer on every watch and update instead — exact, at a timer a turn.
  */
-import { clockNow, realClock, type Clock } from '../core/clock.js';
+import { realClock, type Clock } from '../core/clock.js';
 
 export class StallWatch {
   private watching = false;
@@ -24,25 +24,23 @@ export class StallWatch {
   private timer: unknown = undefined;
   /**
    * The watch's time: the clock's own (a SimulatedClock's in tests), or — on the real
-   * clock — a monotonic one, so a wall-clock step never fakes or hides a stall.
+   * clock — a monotonic one, so a wall-clock step never fakes or hides a stall. Undefined for
+   * a clock without `now()`: its timer is restarted instead of read against the time.
    */
-  private readonly now: () => number;
-  /** False for a clock without `now()`: its timer is restarted instead of read against the time. */
-  private readonly readsTime: boolean;
+  private readonly now: (() => number) | undefined;
 
   constructor(
     private readonly clock: Clock,
     private readonly timeoutMs: number,
     private readonly onStall: () => void,
   ) {
-    this.readsTime = clock === realClock || typeof clock.now === 'function';
-    this.now = clock === realClock ? () => performance.now() : () => clockNow(clock);
+    this.now = clock === realClock ? () => performance.now() : clock.now?.bind(clock);
   }
 
   /** Watch from now (a turn starts, or resumes after a person answered or after a stall). */
   watch(): void {
     this.watching = true;
-    if (!this.readsTime) return this.restart();
+    if (!this.now) return this.restart();
     this.lastActivity = this.now();
     if (this.timer === undefined) this.arm(this.timeoutMs);
   }
@@ -50,7 +48,7 @@ export class StallWatch {
   /** An update arrived: the deadline moves to `timeoutMs` from now. */
   activity(): void {
     if (!this.watching) return;
-    if (this.readsTime) this.lastActivity = this.now();
+    if (this.now) this.lastActivity = this.now();
     else this.restart();
   }
 
@@ -82,7 +80,7 @@ export class StallWatch {
   private readonly fire = (): void => {
     this.timer = undefined;
     if (!this.watching) return;
-    const idle = this.readsTime ? this.now() - this.lastActivity : this.timeoutMs;
+    const idle = this.now ? this.now() - this.lastActivity : this.timeoutMs;
     if (idle < this.timeoutMs) return this.arm(this.timeoutMs - idle);
     this.watching = false;
     this.onStall();
