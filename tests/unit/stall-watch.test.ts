@@ -1,8 +1,8 @@
 /**
  * The stall watch (actors/stall-watch.ts) on a SimulatedClock: a watched turn with no update
- * for the timeout is reported once, exactly the timeout after its last update, though the
- * watch arms one timer per session rather than one per turn; an unwatched deadline reports
- * nothing; stopping it leaves no timer.
+ * for the timeout is reported once, exactly the timeout after its last update — also on a
+ * clock without now() — though the watch arms one timer per session rather than one per turn;
+ * an unwatched deadline reports nothing; stopping it leaves no timer.
  */
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
@@ -10,16 +10,24 @@ import { StallWatch } from '../../actors/stall-watch.js';
 import { realClock } from '../../core/clock.js';
 import { pendingDelays, pendingTimers } from '../support/real-agents.js';
 
-function watched(timeoutMs = 1000) {
+/**
+ * A watch on a SimulatedClock; with `timersOnly`, on a clock that has only the two timer
+ * methods the supervisor's `clock` option asks for (no `now()`), over the same SimulatedClock.
+ */
+function watched(timeoutMs = 1000, timersOnly = false) {
   const clock = new SimulatedClock();
   const stalls: number[] = [];
-  const watch = new StallWatch(clock, timeoutMs, () => stalls.push(clock.now()));
+  const given = timersOnly ? { setTimeout: (fn: () => void, ms: number) => clock.setTimeout(fn, ms), clearTimeout: (id: unknown) => clock.clearTimeout(id as number) } : clock;
+  const watch = new StallWatch(given, timeoutMs, () => stalls.push(clock.now()));
   return { clock, stalls, watch };
 }
 
 describe('stall watch', () => {
-  it('reports a watched turn once, timeoutMs after its last update', () => {
-    const { clock, stalls, watch } = watched();
+  it.each([
+    ['a clock with now()', false],
+    ['a clock with timers only (it restarts its timer instead of reading the time)', true],
+  ])('reports a watched turn once, timeoutMs after its last update, on %s', (_, timersOnly) => {
+    const { clock, stalls, watch } = watched(1000, timersOnly);
     watch.watch();
     clock.increment(700);
     watch.activity();
@@ -31,6 +39,12 @@ describe('stall watch', () => {
     expect(stalls).toEqual([2400]);
     clock.increment(10_000);
     expect(stalls).toEqual([2400]); // once: watched again only when told
+    expect(pendingTimers(clock)).toBe(0);
+    watch.watch(); // watched again
+    watch.pause(); // answered at once
+    clock.increment(5000);
+    expect(stalls).toEqual([2400]);
+    watch.stop();
     expect(pendingTimers(clock)).toBe(0);
   });
 
@@ -71,27 +85,6 @@ describe('stall watch', () => {
     expect(pendingTimers(clock)).toBe(0);
     clock.increment(5000);
     expect(stalls).toEqual([]);
-  });
-
-  it("on a clock without now() (timers only), a stall comes timeoutMs after the last update all the same", () => {
-    const simulated = new SimulatedClock();
-    // The supervisor's clock option asks only for these two.
-    const timersOnly = { setTimeout: (fn: () => void, ms: number) => simulated.setTimeout(fn, ms), clearTimeout: (id: unknown) => simulated.clearTimeout(id as number) };
-    const stalls: number[] = [];
-    const watch = new StallWatch(timersOnly, 1000, () => stalls.push(simulated.now()));
-    watch.watch();
-    simulated.increment(700);
-    watch.activity();
-    simulated.increment(999);
-    expect(stalls).toEqual([]);
-    simulated.increment(1);
-    expect(stalls).toEqual([1700]);
-    watch.watch(); // watched again
-    watch.pause(); // answered at once
-    simulated.increment(5000);
-    expect(stalls).toEqual([1700]);
-    watch.stop();
-    expect(pendingTimers(simulated)).toBe(0);
   });
 
   it('on the real clock its timer does not hold the process open', () => {
