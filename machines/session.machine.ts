@@ -328,6 +328,8 @@ export const sessionMachine = setup({
       },
       initial: 'running',
       states: {
+        // The watch is resumed by the transitions that come back here, not by an entry action: a
+        // turn's `start` already watches, and an entry command would cost every turn a step more.
         running: {
           description: 'Updates are flowing (or about to); the turn is watched for stalls.',
           entry: { type: 'reportStatus', params: { status: 'running' } },
