@@ -495,12 +495,10 @@ async function killLeftovers(record: AgentRecord): Promise<'killed' | 'pid reuse
   }
 }
 
-/** How often a /proc-tracked container's record is rewritten while it may grow. */
-const recordRefreshMs = 1_000;
-
 /**
- * Records a spawned process: at once, again when its agent pid is known, and while its
- * container's handle changes (tracked pids); the caller removes the record once it is gone.
+ * Records a spawned process: at once, again when its agent pid is known, and whenever its
+ * container's handle changes (a /proc-tracked agent's pids, as the scans find them); the
+ * caller removes the record once it is gone.
  */
 export function recordSpawned(
   records: AgentRecords | null | undefined,
@@ -512,12 +510,12 @@ export function recordSpawned(
   void (contained ? contained.agentPid : Promise.resolve(pid)).then((agentPid) => {
     record.update({ agentProcess: { pid: agentPid, startTime: startTimeOf(agentPid) ?? 0 }, handle: contained?.handle() ?? null });
   });
-  if (contained?.kind !== 'proc-tracking') return record;
-  const timer = setInterval(() => record.update({ handle: contained.handle() }), recordRefreshMs).unref();
+  const unsubscribe = contained?.onHandleChange?.(() => record.update({ handle: contained.handle() }));
+  if (!unsubscribe) return record;
   return {
     update: record.update,
     remove() {
-      clearInterval(timer);
+      unsubscribe();
       record.remove();
     },
   };

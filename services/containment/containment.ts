@@ -46,6 +46,12 @@ export interface Containment {
    * namespace's init (pid and start time), or the tracked pids.
    */
   handle(): ContainmentHandle;
+  /**
+   * Calls `listener` whenever `handle()` has changed; returns the unsubscribe. Only a
+   * mechanism whose handle changes while the agent runs (/proc tracking: its tracked pids)
+   * has it; the others' handles are fixed once `agentPid` resolves.
+   */
+  onHandleChange?(listener: () => void): () => void;
   /** The agent's own pid on this host (the wrapper's pid may differ), once known. */
   readonly agentPid: Promise<number>;
   /** SIGKILLs every process the agent started that is still alive; resolves when none is. */

@@ -77,6 +77,8 @@ export class ProcessTracker {
 
   /** Nothing that started before it is the agent's. */
   private readonly since: number;
+  /** Told when an update changed the tracked processes (what `identities()` returns). */
+  private readonly changeListeners = new Set<() => void>();
 
   /**
    * Tracks the agent `rootPid`, which started at `rootStartTime`; null when it was gone
@@ -92,6 +94,12 @@ export class ProcessTracker {
   /** The tracked processes, for records (plain JSON). */
   identities(): ProcessIdentity[] {
     return [...this.members].map(([pid, startTime]) => ({ pid, startTime }));
+  }
+
+  /** Calls `listener` after each update that changed the tracked processes; returns the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
   }
 
   /** Takes in one scan: who is the agent's now (see the rules at the top of this file). */
@@ -115,6 +123,7 @@ export class ProcessTracker {
         if (child.startTime >= entry.startTime) pending.push(child);
       }
     }
+    const before = this.members;
     this.members = new Map();
     this.ids = new Set();
     for (const entry of found.values()) {
@@ -123,6 +132,7 @@ export class ProcessTracker {
       if (vouched.has(entry.sid)) this.ids.add(entry.sid);
       if (vouched.has(entry.pgid)) this.ids.add(entry.pgid);
     }
+    if (this.changeListeners.size > 0 && !sameMembers(before, this.members)) for (const listener of this.changeListeners) listener();
   }
 
   /** The tracked processes that still run (not zombies) in `view`, the scan of the last update. */
@@ -134,6 +144,13 @@ export class ProcessTracker {
     }
     return running;
   }
+}
+
+/** True when both hold the same processes (pid and start time). */
+function sameMembers(a: Map<number, number>, b: Map<number, number>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [pid, startTime] of a) if (b.get(pid) !== startTime) return false;
+  return true;
 }
 
 /** Never signalled, whatever a scan says: init and the supervisor itself. */
@@ -316,6 +333,7 @@ function containByTracking(spawnedPid: number, scanner: ProcScanner): Containmen
     kind: 'proc-tracking',
     agentPid: Promise.resolve(spawnedPid),
     handle: (): ContainmentHandle => ({ kind: 'proc-tracking', pids: tracker.identities() }),
+    onHandleChange: (listener) => tracker.onChange(listener),
     killAll: () => (killing ??= killEveryTracked(tracker, scanner).finally(() => (killing = undefined))),
     release: () => scanner.unregister(tracker),
   };

@@ -277,6 +277,23 @@ describe('ProcessTracker rules, on tables of our own', () => {
     tracker.update(view(entry(101, 1, 100, 100, supervisorStart + 1), entry(102, 1, 100, 100, supervisorStart - 1), entry(103, 101, 103, 103, supervisorStart + 2)));
     expect(pidsOf(tracker)).toEqual([101, 103]);
   });
+
+  it('tells its listeners after an update that changed the tracked processes, and only then (what refreshes a record)', () => {
+    const tracker = new ProcessTracker(100, 1_000);
+    const seen: number[][] = [];
+    const unsubscribe = tracker.onChange(() => seen.push(pidsOf(tracker)));
+    const agent = entry(100, 1, 100, 100, 1_000);
+    tracker.update(view(agent));
+    tracker.update(view(agent, entry(101, 100, 100, 100, 1_001)));
+    tracker.update(view(agent, entry(101, 100, 100, 100, 1_001)));
+    // Same pid, another process (a reused pid): a change, though the pid list reads the same.
+    tracker.update(view(agent, entry(101, 100, 100, 100, 1_005)));
+    tracker.update(view(agent));
+    expect(seen).toEqual([[100, 101], [100, 101], [100]]);
+    unsubscribe();
+    tracker.update(view(agent, entry(102, 100, 100, 100, 1_006)));
+    expect(seen).toHaveLength(3);
+  });
 });
 
 describe('parseStat', () => {
