@@ -156,13 +156,15 @@ export function spawnAgentProcess(spec: AgentSpec, options: SpawnOptions = {}): 
           // What it left in its runtime (a container) goes before the exit is told. The record
           // stays until then, so a crash meanwhile is swept — and stays if the removal failed.
           const nothingLeft = (await options.remote?.cleanup?.(exit).catch(() => false)) ?? true;
-          if (nothingLeft) record?.remove();
+          // The record's removal runs on the thread pool while the pipes drain; both are done before the exit is told.
+          const removed = nothingLeft ? record?.remove() : undefined;
           // Let the last output arrive, but do not wait on pipes an escapee holds open.
           await withinGrace(settled, pipeDrainGraceMs);
           // Under load the grace can pass before the loop reads what the kernel already holds in
           // the pipes (its timer comes before the poll in a turn): one more poll reads it, so a
           // failure keeps its stderr (a handshake failure's reason).
           await new Promise((resolve) => setImmediate(resolve));
+          await removed;
           child.stdout.destroy();
           child.stderr.destroy();
           child.stdin.destroy();

@@ -15,6 +15,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { OrphanPidRefusal } from '../core/errors.js';
 import { killCgroup } from './containment/cgroup.containment.js';
@@ -130,8 +131,17 @@ export function supervisorInstance(): string {
 /** One live record: rewrite it as more is known, remove it when the process is gone. */
 export interface RecordFile {
   update(change: Partial<Pick<AgentRecord, 'agentProcess' | 'handle'>>): void;
-  remove(): void;
+  /**
+   * Removes the record: no write happens after the call; the file is unlinked on libuv's
+   * thread pool (an unlink of a file written moments ago cost this thread 0.5-1 ms on ext4),
+   * and the promise resolves once it is gone (never rejects: a record that cannot be removed
+   * is left for the sweep).
+   */
+  remove(): Promise<void>;
 }
+
+/** Unlinks `path` off this thread; a missing file (or any failure) is not an error. */
+const unlinkQuietly = (path: string): Promise<void> => unlink(path).catch(() => {});
 
 /** The records of one state directory. */
 export class AgentRecords {
@@ -142,15 +152,25 @@ export class AgentRecords {
   }
 
   /** Writes the record of a freshly spawned process (best effort: a record that cannot be written is skipped). */
-  create(agent: string, command: string, wrapperPid: number, containment: ContainmentKind | null, terminal = false, remote?: RemoteLeftover): RecordFile {
+  create(
+    agent: string,
+    command: string,
+    wrapperPid: number,
+    containment: ContainmentKind | null,
+    terminal = false,
+    remote?: RemoteLeftover,
+    agentIsWrapper = false,
+  ): RecordFile {
     const owner = ownerIdentity();
     const entry = readProcEntry(wrapperPid);
+    const wrapper = { pid: wrapperPid, startTime: entry?.startTime ?? 0 };
     const record: AgentRecord = {
       version: 1,
       agent,
       command,
-      wrapper: { pid: wrapperPid, startTime: entry?.startTime ?? 0 },
-      agentProcess: null,
+      wrapper,
+      // The spawned process is the agent (no wrapper): known at once, so the first write is whole.
+      agentProcess: agentIsWrapper ? wrapper : null,
       // Every process agentvisor spawns leads its own session and group (execa's `detached`,
       // node-pty's setsid): its pid is both. Reading them from /proc right after the fork can
       // race the child's setsid and see the parent's group — which a sweep would then kill.
@@ -168,13 +188,17 @@ export class AgentRecords {
     const path = join(this.dir, `${owner.pid}-${owner.startTime}-${label}-${wrapperPid}.json`);
     let removed = false;
     let written = '';
+    /** A write failed after its temporary file was made: removal takes that file too. */
+    let tmpLeft = false;
     const write = () => {
       const text = JSON.stringify(record, null, 2);
       if (removed || text === written) return;
       try {
         mkdirSync(this.dir, { recursive: true });
+        tmpLeft = true;
         writeFileSync(`${path}.tmp`, text, { mode: 0o600 });
         renameSync(`${path}.tmp`, path);
+        tmpLeft = false;
         written = text;
       } catch {
         // Records are a safety net; a read-only state directory must not stop an agent.
@@ -188,8 +212,8 @@ export class AgentRecords {
       },
       remove() {
         removed = true;
-        rmSync(path, { force: true });
-        rmSync(`${path}.tmp`, { force: true });
+        const removing = [...(written ? [unlinkQuietly(path)] : []), ...(tmpLeft ? [unlinkQuietly(`${path}.tmp`)] : [])];
+        return Promise.all(removing).then(() => {});
       },
     };
   }
@@ -226,10 +250,7 @@ export class AgentRecords {
     }
     return {
       update: () => {},
-      remove() {
-        rmSync(path, { force: true });
-        rmSync(`${path}.tmp`, { force: true });
-      },
+      remove: () => Promise.all([unlinkQuietly(path), unlinkQuietly(`${path}.tmp`)]).then(() => {}),
     };
   }
 
@@ -506,17 +527,19 @@ export function recordSpawned(
 ): RecordFile | null {
   if (!records) return null;
   const { agent, command, pid, contained } = spawned;
-  const record = records.create(agent, command, pid, contained?.kind ?? null, spawned.terminal ?? false, spawned.remote);
-  void (contained ? contained.agentPid : Promise.resolve(pid)).then((agentPid) => {
-    record.update({ agentProcess: { pid: agentPid, startTime: startTimeOf(agentPid) ?? 0 }, handle: contained?.handle() ?? null });
-  });
+  const record = records.create(agent, command, pid, contained?.kind ?? null, spawned.terminal ?? false, spawned.remote, !contained);
+  if (contained) {
+    void contained.agentPid.then((agentPid) => {
+      record.update({ agentProcess: { pid: agentPid, startTime: startTimeOf(agentPid) ?? 0 }, handle: contained.handle() });
+    });
+  }
   const unsubscribe = contained?.onHandleChange?.(() => record.update({ handle: contained.handle() }));
   if (!unsubscribe) return record;
   return {
     update: record.update,
     remove() {
       unsubscribe();
-      record.remove();
+      return record.remove();
     },
   };
 }

@@ -274,10 +274,10 @@ export function spawnPtyProcess(spec: PtySpawnSpec, options: PtySpawnOptions): P
     listeners.push(
       pty.onExit(({ exitCode, signal }) => {
         running = false;
-        void reap(pid).finally(() => {
+        void reap(pid).finally(async () => {
           gone = true;
           for (const listener of listeners.splice(0)) listener.dispose();
-          record?.remove();
+          await record?.remove();
           resolve(signal ? { exitCode: null, signal: signalName(signal) } : { exitCode, signal: null });
         });
       }),

@@ -378,7 +378,7 @@ export class KubernetesPods implements RuntimeConnector {
       // A refusal made nothing; a timeout or a lost answer may have made the pod: deleted by name
       // (the record goes once the API says it is gone, or stays for the sweep).
       const status = statusOf(error);
-      if (status !== null && status < 500) record?.remove();
+      if (status !== null && status < 500) await record?.remove();
       else await deletePod(pod, 0);
       throw apiFailure(error, `creating pod ${namespace}/${name}`);
     }
@@ -417,7 +417,7 @@ async function deletePod(pod: AgentPod, gracePeriodSeconds: number): Promise<boo
   } catch (error) {
     if (statusOf(error) !== 404) return false;
   }
-  pod.record?.remove();
+  await pod.record?.remove();
   return true;
 }
 

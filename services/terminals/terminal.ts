@@ -212,7 +212,7 @@ export class Terminal {
   private removeRecordWhenDone(): void {
     const spawned = this.spawned;
     if (!spawned?.record || !this.exitSeen) return;
-    if (spawned.contained ? this.containmentReleased : this.released) spawned.record.remove();
+    if (spawned.contained ? this.containmentReleased : this.released) void spawned.record.remove();
   }
 
   private closeStreams(): void {
