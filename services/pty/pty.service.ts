@@ -11,7 +11,6 @@ import { statSync } from 'node:fs';
 import { constants } from 'node:os';
 import { commandFailure, type ProcessExit, type SpawnFailure, type SupervisedProcess } from '../agent-process.service.js';
 import type { AgentRecords } from '../agent-records.service.js';
-import { startTimeOf } from '../containment/proc-table.js';
 import { commandProblem } from '../executable.js';
 import { signalGroup, waitForGroupExit } from '../process-group.service.js';
 
@@ -250,8 +249,8 @@ export function spawnPtyProcess(spec: PtySpawnSpec, options: PtySpawnOptions): P
     return notSpawned({ kind: 'spawn_failed', detail: `${spec.command}: ${error instanceof Error ? error.message : String(error)}` });
   }
   const pid = pty.pid;
-  const record = options.records ? options.records.create(options.agent ?? spec.command, spec.command, pid, null) : null;
-  record?.update({ agentProcess: { pid, startTime: startTimeOf(pid) ?? 0 } });
+  // The PTY's process is the agent itself: its record names it in the first write.
+  const record = options.records ? options.records.create(options.agent ?? spec.command, spec.command, pid, null, false, undefined, true) : null;
 
   let running = true;
   let gone = false;
