@@ -34,7 +34,8 @@ export interface TerminalCommand {
 
 /** A terminal's record for the orphan sweep (services/agent-records.service.ts). */
 export interface ProcessRecord {
-  remove(): void;
+  /** Resolves once the record is gone (never rejects). */
+  remove(): Promise<void>;
 }
 
 /** Records a spawned command for the orphan sweep; null when it is not recorded. */
@@ -65,6 +66,8 @@ export class Terminal {
   private released = false;
   private releasing: Promise<void> | undefined;
   private containmentReleased = false;
+  /** The record's removal, once started (by the exit or by the release, whichever comes when nothing is left). */
+  private recordRemoved: Promise<void> | undefined;
 
   private constructor(
     private readonly spawned: Spawned | null,
@@ -99,9 +102,10 @@ export class Terminal {
         await contained.killAll().catch(() => {});
         this.releaseContainment();
       }
-      this.removeRecordWhenDone();
+      const recordRemoved = this.removeRecordWhenDone();
       // The output still in flight gets a short grace; a job left in the group may hold the pipes.
       await withinGrace(drained, outputGraceMs);
+      await recordRemoved;
       if (contained) this.closeStreams();
       this.exit = exit;
       return exit;
@@ -194,12 +198,12 @@ export class Terminal {
 
   /** Kills what is left, frees the pipes, the lifeline and the container, and drops the output. */
   release(waitMs: number): Promise<void> {
-    this.releasing ??= this.kill(waitMs).then(() => {
+    this.releasing ??= this.kill(waitMs).then(async () => {
       this.released = true;
       this.closeStreams();
       this.releaseContainment();
-      this.removeRecordWhenDone();
       this.kept.drop();
+      await this.removeRecordWhenDone();
     });
     return this.releasing;
   }
@@ -209,10 +213,11 @@ export class Terminal {
    * container was emptied — or, without one, its group was killed at release (a background
    * job may live on in the group until then). A kill that timed out leaves the record.
    */
-  private removeRecordWhenDone(): void {
+  private removeRecordWhenDone(): Promise<void> | undefined {
     const spawned = this.spawned;
-    if (!spawned?.record || !this.exitSeen) return;
-    if (spawned.contained ? this.containmentReleased : this.released) void spawned.record.remove();
+    if (!spawned?.record || !this.exitSeen) return this.recordRemoved;
+    if (spawned.contained ? this.containmentReleased : this.released) this.recordRemoved ??= spawned.record.remove();
+    return this.recordRemoved;
   }
 
   private closeStreams(): void {
