@@ -23,6 +23,28 @@ export interface AnswerSource {
   listen(requestId: string, handler: (answer: Answer) => void): () => void;
 }
 
+/**
+ * The answer source of an actor asked often: its one listener calls `deliver` with every
+ * answer the actor emits, and each is handed to the request waiting for that id (if any).
+ */
+export class AnswerRouter implements AnswerSource {
+  private readonly waiting = new Map<string, (answer: Answer) => void>();
+
+  listen(requestId: string, handler: (answer: Answer) => void): () => void {
+    this.waiting.set(requestId, handler);
+    return () => this.waiting.delete(requestId);
+  }
+
+  deliver(answer: Answer): void {
+    this.waiting.get(answer.requestId)?.(answer);
+  }
+
+  /** How many requests wait for their answer. */
+  get pending(): number {
+    return this.waiting.size;
+  }
+}
+
 export interface RequestOptions {
   /** Stops the caller's wait (rejects `aborted`), not the work, unless `onAbort` says more. */
   signal?: AbortSignal;

@@ -20,7 +20,7 @@ import type { SweepResult } from '../services/agent-records.service.js';
 import type { FsSandbox } from '../services/fs-sandbox.service.js';
 import type { TerminalSet } from '../services/terminals/terminal-set.js';
 import { EventHub } from '../util/event-hub.js';
-import type { Answer, AnswerSource } from './requests.js';
+import { AnswerRouter } from './requests.js';
 import { SessionState, stateUpdateKinds, type SessionStateFields } from './session-state.js';
 import type { SessionWorkspace } from './workspace-holds.js';
 import type { WorkspaceEvents } from './workspace-registry.js';
@@ -147,8 +147,6 @@ export class SessionRecord {
   private markReleased!: () => void;
   /** The session actor's id among its agent actor's children. */
   private readonly actorId: string;
-  /** The requests waiting for their `request.settled`, by id. */
-  private readonly waiting = new Map<string, (answer: Answer) => void>();
   /** The failures the agent classified for this session's requests (`failure.classified`), while a request waits for one. */
   private readonly classified = new Map<string, AgentFailure | undefined>();
   private requests = 0;
@@ -196,12 +194,7 @@ export class SessionRecord {
    * session actor and routed by request id: a turn does not subscribe to the actor and
    * unsubscribe again (runtime/requests.ts).
    */
-  readonly answers: AnswerSource = {
-    listen: (requestId, handler) => {
-      this.waiting.set(requestId, handler);
-      return () => this.waiting.delete(requestId);
-    },
-  };
+  readonly answers = new AnswerRouter();
 
   /** A fresh id for a request to this session: unique among every session's (the key is), no random bytes a turn. */
   nextRequestId(): string {
@@ -271,7 +264,7 @@ export class SessionRecord {
     const expired = actor.on('ask.expired', ({ requestId }) => onAskExpired(requestId));
     // Kept for the actor's life, not detached with the rest: the step that reports `stopped`
     // (which releases the record) answers the request in progress right after.
-    actor.on('request.settled', (answer) => this.waiting.get(answer.requestId)?.(answer));
+    actor.on('request.settled', (answer) => this.answers.deliver(answer));
     const classifications = this.agentActor()?.on('failure.classified', ({ requestId, failure }) => {
       if (requestId !== null && this.classified.has(requestId)) this.classified.set(requestId, failure);
     });

@@ -87,14 +87,14 @@ describe('prompt turns', () => {
   it('turns that complete, fail or are refused leave nothing waiting in the session: its answers are routed by request id, its requests forgotten once settled', async () => {
     env.supervisor = createSupervisor({ agents: { fixture: fixtureSpec() } });
     const session = await env.supervisor.newSession('fixture', { cwd: env.files.dir });
-    const record = (session as unknown as { record: { waiting: Map<string, unknown>; classified: Map<string, unknown> } }).record;
+    const record = (session as unknown as { record: { answers: { pending: number }; classified: Map<string, unknown> } }).record;
     for (let turn = 0; turn < 5; turn++) expect(await session.prompt('hello')).toBe('end_turn');
     const busy = session.prompt(command({ op: 'slow', count: 2, intervalMs: 20 }));
     await expect(session.prompt('in between')).rejects.toMatchObject({ kind: 'session_busy' });
     expect(await busy).toBe('end_turn');
     // The agent refuses the turn: its classification is waited for (failure-classes.test.ts checks the class it gives), then nothing is kept.
     await expect(session.prompt(command({ op: 'fail', code: -32603, message: 'boom' }))).rejects.toBeInstanceOf(AgentError);
-    expect(record.waiting.size).toBe(0);
+    expect(record.answers.pending).toBe(0);
     expect(record.classified.size).toBe(0);
   });
 

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, emit, setup } from 'xstate';
 import { AgentError } from '../../core/errors.js';
-import { request, type Answer, type AnswerSource } from '../../runtime/requests.js';
+import { AnswerRouter, request, type Answer } from '../../runtime/requests.js';
 
 /** A machine that answers `ask` with `answer` (ok unless `fail`), at once or on `release`. */
 const answering = setup({
@@ -25,17 +25,11 @@ const answering = setup({
   },
 });
 
-/** The routing a session keeps: one listener of the actor, answers handed on by request id. */
+/** The routing a session keeps (runtime/session-registry.ts): one listener of the actor feeds the router. */
 function routedAnswers(actor: ReturnType<typeof createActor<typeof answering>>) {
-  const waiting = new Map<string, (answer: Answer) => void>();
-  actor.on('answer', (answer) => waiting.get((answer as unknown as Answer).requestId)?.(answer as unknown as Answer));
-  const source: AnswerSource = {
-    listen: (requestId, handler) => {
-      waiting.set(requestId, handler);
-      return () => waiting.delete(requestId);
-    },
-  };
-  return { source, waiting };
+  const router = new AnswerRouter();
+  actor.on('answer', (answer) => router.deliver(answer as unknown as Answer));
+  return router;
 }
 
 const listeners = (actor: object) => [...((actor as { eventListeners: Map<string, Set<unknown>> }).eventListeners.get('answer') ?? [])].length;
@@ -55,17 +49,17 @@ describe('request', () => {
     expect(listeners(actor)).toBe(0);
   });
 
-  it('through an answer source: no listener of its own on the actor, and the source forgets the request once settled', async () => {
+  it('through an answer source: no listener of its own on the actor, and the router forgets the request once settled', async () => {
     const actor = createActor(answering).start();
-    const { source, waiting } = routedAnswers(actor);
+    const source = routedAnswers(actor);
     const before = listeners(actor);
     const later = request<{ value: number }>(actor, 'answer', { type: 'ask', later: true }, 'codex', { requestId: 'r1', answers: source });
     expect(listeners(actor)).toBe(before);
-    expect([...waiting.keys()]).toEqual(['r1']);
+    expect(source.pending).toBe(1);
     actor.send({ type: 'release', requestId: 'r2' });
     actor.send({ type: 'release', requestId: 'r1' });
     await expect(later).resolves.toEqual({ ok: true, value: 2 });
-    expect(waiting.size).toBe(0);
+    expect(source.pending).toBe(0);
     // Answered at once, refused, or aborted: forgotten all the same.
     await expect(request(actor, 'answer', { type: 'ask' }, 'codex', { answers: source })).resolves.toMatchObject({ ok: true });
     await expect(request(actor, 'answer', { type: 'ask', fail: true }, 'codex', { answers: source })).rejects.toMatchObject({ kind: 'protocol_error' });
@@ -73,6 +67,6 @@ describe('request', () => {
     const aborted = request(actor, 'answer', { type: 'ask', later: true }, 'codex', { answers: source, signal: abort.signal });
     abort.abort();
     await expect(aborted).rejects.toMatchObject({ kind: 'aborted' });
-    expect(waiting.size).toBe(0);
+    expect(source.pending).toBe(0);
   });
 });
