@@ -135,13 +135,13 @@ export interface RecordFile {
    * Removes the record: no write happens after the call; the file is unlinked on libuv's
    * thread pool (an unlink of a file written moments ago cost this thread 0.5-1 ms on ext4),
    * and the promise resolves once it is gone (never rejects: a record that cannot be removed
-   * is left for the sweep).
+   * is left for the sweep). Asked again, it returns the same removal.
    */
   remove(): Promise<void>;
 }
 
-/** Unlinks `path` off this thread; a missing file (or any failure) is not an error. */
-const unlinkQuietly = (path: string): Promise<void> => unlink(path).catch(() => {});
+/** Unlinks `paths` off this thread; a missing file (or any failure) is not an error. */
+const unlinkQuietly = (...paths: string[]): Promise<void> => Promise.all(paths.map((path) => unlink(path).catch(() => {}))).then(() => {});
 
 /** The records of one state directory. */
 export class AgentRecords {
@@ -152,15 +152,7 @@ export class AgentRecords {
   }
 
   /** Writes the record of a freshly spawned process (best effort: a record that cannot be written is skipped). */
-  create(
-    agent: string,
-    command: string,
-    wrapperPid: number,
-    containment: ContainmentKind | null,
-    terminal = false,
-    remote?: RemoteLeftover,
-    agentIsWrapper = false,
-  ): RecordFile {
+  create(agent: string, command: string, wrapperPid: number, containment: ContainmentKind | null, terminal = false, remote?: RemoteLeftover): RecordFile {
     const owner = ownerIdentity();
     const entry = readProcEntry(wrapperPid);
     const wrapper = { pid: wrapperPid, startTime: entry?.startTime ?? 0 };
@@ -169,8 +161,8 @@ export class AgentRecords {
       agent,
       command,
       wrapper,
-      // The spawned process is the agent (no wrapper): known at once, so the first write is whole.
-      agentProcess: agentIsWrapper ? wrapper : null,
+      // Without containment the spawned process is the agent: known at once, so the first write is whole.
+      agentProcess: containment === null ? wrapper : null,
       // Every process agentvisor spawns leads its own session and group (execa's `detached`,
       // node-pty's setsid): its pid is both. Reading them from /proc right after the fork can
       // race the child's setsid and see the parent's group — which a sweep would then kill.
@@ -186,13 +178,14 @@ export class AgentRecords {
     };
     const label = `${agent}${terminal ? '.terminal' : ''}`.replace(/[^\w.-]/g, '_');
     const path = join(this.dir, `${owner.pid}-${owner.startTime}-${label}-${wrapperPid}.json`);
-    let removed = false;
+    /** The removal, once asked for (asking again returns it). */
+    let removed: Promise<void> | undefined;
     let written = '';
     /** A write failed after its temporary file was made: removal takes that file too. */
     let tmpLeft = false;
     const write = () => {
       const text = JSON.stringify(record, null, 2);
-      if (removed || text === written) return;
+      if (removed !== undefined || text === written) return;
       try {
         mkdirSync(this.dir, { recursive: true });
         tmpLeft = true;
@@ -211,9 +204,7 @@ export class AgentRecords {
         write();
       },
       remove() {
-        removed = true;
-        const removing = [...(written ? [unlinkQuietly(path)] : []), ...(tmpLeft ? [unlinkQuietly(`${path}.tmp`)] : [])];
-        return Promise.all(removing).then(() => {});
+        return (removed ??= unlinkQuietly(...(written ? [path] : []), ...(tmpLeft ? [`${path}.tmp`] : [])));
       },
     };
   }
@@ -250,7 +241,7 @@ export class AgentRecords {
     }
     return {
       update: () => {},
-      remove: () => Promise.all([unlinkQuietly(path), unlinkQuietly(`${path}.tmp`)]).then(() => {}),
+      remove: () => unlinkQuietly(path, `${path}.tmp`),
     };
   }
 
@@ -527,7 +518,7 @@ export function recordSpawned(
 ): RecordFile | null {
   if (!records) return null;
   const { agent, command, pid, contained } = spawned;
-  const record = records.create(agent, command, pid, contained?.kind ?? null, spawned.terminal ?? false, spawned.remote, !contained);
+  const record = records.create(agent, command, pid, contained?.kind ?? null, spawned.terminal ?? false, spawned.remote);
   if (contained) {
     void contained.agentPid.then((agentPid) => {
       record.update({ agentProcess: { pid: agentPid, startTime: startTimeOf(agentPid) ?? 0 }, handle: contained.handle() });

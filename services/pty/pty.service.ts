@@ -249,8 +249,8 @@ export function spawnPtyProcess(spec: PtySpawnSpec, options: PtySpawnOptions): P
     return notSpawned({ kind: 'spawn_failed', detail: `${spec.command}: ${error instanceof Error ? error.message : String(error)}` });
   }
   const pid = pty.pid;
-  // The PTY's process is the agent itself: its record names it in the first write.
-  const record = options.records ? options.records.create(options.agent ?? spec.command, spec.command, pid, null, false, undefined, true) : null;
+  // The PTY's process is the agent itself (no containment): its record names it in the first write.
+  const record = options.records ? options.records.create(options.agent ?? spec.command, spec.command, pid, null) : null;
 
   let running = true;
   let gone = false;

@@ -34,7 +34,7 @@ export interface TerminalCommand {
 
 /** A terminal's record for the orphan sweep (services/agent-records.service.ts). */
 export interface ProcessRecord {
-  /** Resolves once the record is gone (never rejects). */
+  /** Resolves once the record is gone (never rejects); asked again, the same removal. */
   remove(): Promise<void>;
 }
 
@@ -66,8 +66,6 @@ export class Terminal {
   private released = false;
   private releasing: Promise<void> | undefined;
   private containmentReleased = false;
-  /** The record's removal, once started (by the exit or by the release, whichever comes when nothing is left). */
-  private recordRemoved: Promise<void> | undefined;
 
   private constructor(
     private readonly spawned: Spawned | null,
@@ -215,9 +213,8 @@ export class Terminal {
    */
   private removeRecordWhenDone(): Promise<void> | undefined {
     const spawned = this.spawned;
-    if (!spawned?.record || !this.exitSeen) return this.recordRemoved;
-    if (spawned.contained ? this.containmentReleased : this.released) this.recordRemoved ??= spawned.record.remove();
-    return this.recordRemoved;
+    if (!spawned?.record || !this.exitSeen) return;
+    if (spawned.contained ? this.containmentReleased : this.released) return spawned.record.remove();
   }
 
   private closeStreams(): void {

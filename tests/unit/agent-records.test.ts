@@ -10,23 +10,31 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentRecords, recordSpawned, type AgentRecord } from '../../services/agent-records.service.js';
 import { startTimeOf } from '../../services/containment/proc-table.js';
 
-// The unlink behind remove(), slowed at this test's edge so that "resolves once it is gone"
-// can be told from "resolves as soon as it started" (a real unlink is done before a test looks).
-const unlinkDelayMs = vi.hoisted(() => ({ value: 0 }));
+// The unlink behind remove(), held at this test's edge until the test lets it go, so that
+// "resolves once it is gone" can be told from "resolves as soon as it started" (a real unlink
+// is done before a test looks). Null: unlinks run at once.
+const unlinkGate = vi.hoisted(() => ({ held: null as Promise<void> | null }));
 vi.mock('node:fs/promises', async (importOriginal) => {
   const original = await importOriginal<typeof import('node:fs/promises')>();
   return {
     ...original,
     unlink: async (path: string) => {
-      if (unlinkDelayMs.value > 0) await new Promise((resolve) => setTimeout(resolve, unlinkDelayMs.value));
+      await unlinkGate.held;
       return original.unlink(path);
     },
   };
 });
 
+/** Holds every unlink until the returned function is called. */
+function holdUnlinks(): () => void {
+  let open!: () => void;
+  unlinkGate.held = new Promise((resolve) => (open = resolve));
+  return open;
+}
+
 const dirs: string[] = [];
 afterEach(() => {
-  unlinkDelayMs.value = 0;
+  unlinkGate.held = null;
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -39,16 +47,11 @@ function records(): { records: AgentRecords; files: () => string[]; read: () => 
 }
 
 describe('a record file', () => {
-  it('names the agent in its first write when the spawned process is the agent (no wrapper)', () => {
-    const { records: made, read } = records();
-    made.create('echo', 'node', process.pid, null, false, undefined, true);
-    expect(read()).toEqual([expect.objectContaining({ agent: 'echo', wrapper: { pid: process.pid, startTime: startTimeOf(process.pid) }, agentProcess: { pid: process.pid, startTime: startTimeOf(process.pid) } })]);
-  });
-
-  it('recordSpawned names an uncontained agent in the first write, before any later turn of the event loop', () => {
+  it('names an uncontained agent (the spawned process) in its first write, before any later turn of the event loop', () => {
     const { records: made, read } = records();
     recordSpawned(made, { agent: 'echo', command: 'node', pid: process.pid, contained: null });
-    expect(read()[0]?.agentProcess).toEqual({ pid: process.pid, startTime: startTimeOf(process.pid) });
+    const self = { pid: process.pid, startTime: startTimeOf(process.pid) };
+    expect(read()).toEqual([expect.objectContaining({ agent: 'echo', wrapper: self, agentProcess: self, containment: null })]);
   });
 
   it('leaves the agent unnamed behind a wrapper until it is told', () => {
@@ -61,10 +64,16 @@ describe('a record file', () => {
 
   it('is gone once remove() resolves (not before), and no update writes it again', async () => {
     const { records: made, files } = records();
-    const record = made.create('echo', 'node', process.pid, null, false, undefined, true);
+    const record = made.create('echo', 'node', process.pid, null);
     expect(files()).toHaveLength(1);
-    unlinkDelayMs.value = 10;
+    const letGo = holdUnlinks();
     const removed = record.remove();
+    let done = false;
+    void removed.then(() => (done = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(done).toBe(false); // the unlink is held: the removal has not resolved
+    expect(record.remove()).toBe(removed); // asked again: the same removal
+    letGo();
     record.update({ handle: null, agentProcess: { pid: 1, startTime: 1 } });
     await removed;
     expect(files()).toEqual([]);
