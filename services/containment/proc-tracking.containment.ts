@@ -132,7 +132,7 @@ export class ProcessTracker {
       if (vouched.has(entry.sid)) this.ids.add(entry.sid);
       if (vouched.has(entry.pgid)) this.ids.add(entry.pgid);
     }
-    if (this.changeListeners.size > 0 && !sameMembers(before, this.members)) for (const listener of this.changeListeners) listener();
+    if (this.changeListeners.size > 0 && !sameEntries(before, this.members)) for (const listener of this.changeListeners) listener();
   }
 
   /** The tracked processes that still run (not zombies) in `view`, the scan of the last update. */
@@ -144,13 +144,6 @@ export class ProcessTracker {
     }
     return running;
   }
-}
-
-/** True when both hold the same processes (pid and start time). */
-function sameMembers(a: Map<number, number>, b: Map<number, number>): boolean {
-  if (a.size !== b.size) return false;
-  for (const [pid, startTime] of a) if (b.get(pid) !== startTime) return false;
-  return true;
 }
 
 /** Never signalled, whatever a scan says: init and the supervisor itself. */
@@ -296,17 +289,17 @@ export class ProcScanner {
     this.lastPid = lastPid; // read before the table: a process created while it is read changes it
     const table = this.read(full ? undefined : this.last?.table);
     if (full) this.lastFullAt = Date.now();
-    if (this.last && sameTable(table, this.last.table)) return this.last;
+    if (this.last && sameEntries(table, this.last.table)) return this.last;
     const view = scanView(table);
     if (this.trackers.size > 0) this.last = view;
     return view;
   }
 }
 
-/** True when `table` holds exactly the entries of `previous` (an incremental read found nothing new or gone). */
-function sameTable(table: ProcTable, previous: ProcTable): boolean {
-  if (table.size !== previous.size) return false;
-  for (const [pid, entry] of table) if (previous.get(pid) !== entry) return false;
+/** True when both maps hold the same keys with the same values (===): an incremental read that found nothing new or gone, a tracker whose processes did not change. */
+function sameEntries<K, V>(a: ReadonlyMap<K, V>, b: ReadonlyMap<K, V>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [key, value] of a) if (b.get(key) !== value) return false;
   return true;
 }
 
