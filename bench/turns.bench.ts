@@ -27,7 +27,14 @@
  *   (lib/update-session.ts), as in stream.bench.ts;
  * - agentvisor: `supervisor.newSession('echo', { cwd })`, the Session API, with the default
  *   SQLite store in a temporary state directory (removed at the end): each turn's prompt,
- *   update and result go into `<stateDir>/agentvisor.db` inside the timed turn.
+ *   update and result go into `<stateDir>/agentvisor.db` inside the timed turn;
+ * - machine floor (reported, not the goal's): the raw side's sessions (more of them, on the
+ *   same raw agent), each prompt decided by the least XState machine that decides a turn
+ *   (lib/least-turn-machine.ts: two states, a step to accept the prompt and one to answer
+ *   it). It prints what any design with a machine step at a turn's start and end costs over
+ *   the raw SDK on this machine, in the same rounds (docs/performance.md, *turns*);
+ * - its control (reported): the same wrapper, request ids and answer routing without the
+ *   machine — the floor's difference from it is the machine's.
  *
  * Value of a round: µs per turn = elapsed time / turns (lower is better); turns/s (its
  * inverse, all sessions together) is in details. Ratio = agentvisor / raw µs per turn,
@@ -46,9 +53,10 @@ import { join } from 'node:path';
 import { agentvisor, echoAgentScript, type Supervisor } from './lib/agentvisor.js';
 import { ownCpuMs, processCpuMs } from './lib/processes.js';
 import { finish, headline, leakCheck, sampleDetails, type Headline } from './lib/report.js';
+import { withLeastTurnMachine, withTurnRouting } from './lib/least-turn-machine.js';
 import { startRawAgent, stopRawAgent, type RawAgent } from './lib/raw-agent.js';
 import { defaultContext, type BenchContext, type BenchResult } from './lib/results.js';
-import { collectGarbage, interleave, median, now, quantile, round, type Interleaved, type Phase, type Sample } from './lib/stats.js';
+import { collectGarbage, median, now, quantile, rotate, round, spread, type Interleaved, type Phase, type Sample } from './lib/stats.js';
 import { openUpdateSession, type UpdateSession } from './lib/update-session.js';
 
 export interface TurnsSize {
@@ -82,6 +90,10 @@ interface ModeResult {
   sessions: number;
   samples: Interleaved;
   headline: Headline;
+  /** The machine floor's rounds (raw SDK + the least turn machine), paired with `samples`' rounds. */
+  floor: Sample[];
+  /** Its control's rounds: the same wrapper without the machine. */
+  control: Sample[];
 }
 
 export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContext = defaultContext()): Promise<BenchResult> {
@@ -151,11 +163,18 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
     raw = await startRawAgent(echoAgentScript);
     pids.push(raw.pid);
     // The SDK's session helper adds one abort listener per session to the connection's signal:
-    // 16 sessions are no leak, but pass Node's default warning threshold (10).
-    setMaxListeners(size.sessions + 10, raw.connection.signal);
+    // 16 sessions (three times: the raw side's, the floor's and its control's) are no leak, but
+    // pass Node's default warning threshold (10).
+    setMaxListeners(3 * size.sessions + 10, raw.connection.signal);
     const rawSessions: UpdateSession[] = [];
     for (let i = 0; i < size.sessions; i++) rawSessions.push(await openUpdateSession(raw.connection));
     const rawSide = side(raw.pid, rawSessions);
+    const floorSessions: UpdateSession[] = [];
+    for (let i = 0; i < size.sessions; i++) floorSessions.push(withLeastTurnMachine(await openUpdateSession(raw.connection)));
+    const floorSide = side(raw.pid, floorSessions);
+    const controlSessions: UpdateSession[] = [];
+    for (let i = 0; i < size.sessions; i++) controlSessions.push(withTurnRouting(await openUpdateSession(raw.connection)));
+    const controlSide = side(raw.pid, controlSessions);
 
     supervisor = agentvisor.createSupervisor({ stateDir, agents: { echo: spec } });
     supervisor.on('store:error', ({ droppedWrites }) => {
@@ -172,18 +191,23 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
     for (const sessions of [1, size.sessions]) {
       const label = sessions === 1 ? '1 session' : `${sessions} sessions`;
       const turnsIn = (phase: Phase) => (phase === 'warmup' ? size.warmupTurns : size.turns);
-      const samples = await interleave({
+      const rounds = await rotate({
         warmup: size.warmupTurns > 0 ? 1 : 0,
         rounds: size.rounds,
-        baseline: (phase) => runRound(rawSide, sessions, turnsIn(phase)),
-        agentvisor: (phase) => runRound(avSide, sessions, turnsIn(phase)),
-        onRound: (i, a, b) =>
+        sides: {
+          baseline: (phase) => runRound(rawSide, sessions, turnsIn(phase)),
+          agentvisor: (phase) => runRound(avSide, sessions, turnsIn(phase)),
+          floor: (phase) => runRound(floorSide, sessions, turnsIn(phase)),
+          control: (phase) => runRound(controlSide, sessions, turnsIn(phase)),
+        },
+        onRound: (i, { baseline: a, agentvisor: b, floor: f, control: c }) =>
           ctx.log(
-            `  turns round ${i}/${size.rounds} (${label}, ${size.turns} turns): raw ${a.value.toFixed(1)} µs/turn (${a.extra!['turnsPerS']!.toFixed(0)} turns/s), ` +
-              `agentvisor ${b.value.toFixed(1)} µs/turn (${b.extra!['turnsPerS']!.toFixed(0)} turns/s)`,
+            `  turns round ${i}/${size.rounds} (${label}, ${size.turns} turns): raw ${a!.value.toFixed(1)} µs/turn (${a!.extra!['turnsPerS']!.toFixed(0)} turns/s), ` +
+              `agentvisor ${b!.value.toFixed(1)} µs/turn (${b!.extra!['turnsPerS']!.toFixed(0)} turns/s), machine floor ${f!.value.toFixed(1)} µs/turn (control ${c!.value.toFixed(1)})`,
           ),
       });
-      modes.push({ sessions, samples, headline: headline(samples) });
+      const samples: Interleaved = { baseline: rounds['baseline']!, agentvisor: rounds['agentvisor']! };
+      modes.push({ sessions, samples, headline: headline(samples), floor: rounds['floor']!, control: rounds['control']! });
     }
     // A read applies the writes queued so far: this one sees the last turn's batch too.
     entriesAdded = (await supervisor.storeStats()).transcript.count - before.transcript.count;
@@ -201,7 +225,7 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
 
   const worst = modes.reduce((a, b) => (b.headline.ratio > a.headline.ratio ? b : a));
   const modeDetails = Object.fromEntries(
-    modes.map(({ sessions, samples, headline: h }) => {
+    modes.map(({ sessions, samples, headline: h, floor, control }) => {
       const turnsPerS = (sample: Sample[]) => round(1_000_000 / median(sample.map((x) => x.value)), 1);
       return [
         sessions === 1 ? 'oneSession' : `sessions${sessions}`,
@@ -211,6 +235,7 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
           turnsPerS: { raw: turnsPerS(samples.baseline), agentvisor: turnsPerS(samples.agentvisor) },
           ratio: h.ratio,
           met: h.ratio <= goalRatio,
+          machineFloor: { ...floorDetails(samples.baseline, floor), control: floorDetails(samples.baseline, control) },
           ...sampleDetails(samples),
         },
       ];
@@ -224,7 +249,7 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
     allGone: leaks.leftover.length === 0,
   };
   ctx.log(
-    `  turns: ${modes.map((m) => `${m.sessions} session(s) ratio ${m.headline.ratio}`).join(', ')}; headline: ${worst.sessions} session(s); ` +
+    `  turns: ${modes.map((m) => `${m.sessions} session(s) ratio ${m.headline.ratio} (machine floor ${floorDetails(m.samples.baseline, m.floor).ratio}, its control ${floorDetails(m.samples.baseline, m.control).ratio})`).join(', ')}; headline: ${worst.sessions} session(s); ` +
       `store: ${entriesAdded} transcript entries for ${avTurns} turns`,
   );
   return finish(ctx, {
@@ -239,10 +264,22 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
       size,
       checks,
       headlineMode: worst.sessions === 1 ? '1 session' : `${worst.sessions} sessions on one agent`,
-      note: 'lower is better: µs per turn, agentvisor (sqlite store) / raw SDK; turns/s in modes.*.turnsPerS',
+      note:
+        'lower is better: µs per turn, agentvisor (sqlite store) / raw SDK; turns/s in modes.*.turnsPerS; ' +
+        'modes.*.machineFloor: the raw SDK with the least machine that decides a turn (lib/least-turn-machine.ts), same rounds; .control: the same without the machine',
       modes: modeDetails,
       store: { turns: avTurns, transcriptEntriesAdded: entriesAdded, transcriptEntriesExpected: entriesPerTurn * avTurns, ...storeErrors },
       processes: { spawned: pids.length, leftover: leaks.leftover.length },
     },
   });
+}
+
+/** A reported side's µs per turn and its ratio to the raw side's, medians of the same rounds. */
+function floorDetails(raw: readonly Sample[], floor: readonly Sample[]): { usPerTurn: number; ratio: number; pairedRatio: ReturnType<typeof spread> } {
+  const floorUs = median(floor.map((s) => s.value));
+  return {
+    usPerTurn: round(floorUs, 3),
+    ratio: round(floorUs / median(raw.map((s) => s.value)), 4),
+    pairedRatio: spread(floor.map((s, i) => s.value / raw[i]!.value)),
+  };
 }

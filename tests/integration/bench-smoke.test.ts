@@ -65,7 +65,17 @@ describe('benchmarks at smoke size', () => {
   }, 30_000);
 
   it('turns', async () => {
-    expectWellFormed(await turns.turnsBench(turns.smokeSize, ctx), 'turns');
+    const result = await turns.turnsBench(turns.smokeSize, ctx);
+    expectWellFormed(result, 'turns');
+    // The machine floor and its control ran in the same rounds, in both modes.
+    const modes = result.details['modes'] as Record<string, { machineFloor: { ratio: number; control: { ratio: number } } }>;
+    expect(Object.keys(modes)).toEqual(['oneSession', `sessions${turns.smokeSize.sessions}`]);
+    for (const { machineFloor } of Object.values(modes)) {
+      for (const ratio of [machineFloor.ratio, machineFloor.control.ratio]) {
+        expect(Number.isFinite(ratio), `ratio = ${ratio}`).toBe(true);
+        expect(ratio).toBeGreaterThan(0);
+      }
+    }
   }, 30_000);
 
   it('stream-json', async () => {
