@@ -101,21 +101,30 @@ export interface LadderTimeouts {
   killTimeoutMs: number;
 }
 
-/** The stop ladder: close ACP and stdin, wait, SIGTERM the group, wait, SIGKILL the group. */
+/**
+ * The stop ladder: close ACP and stdin, wait, SIGTERM the group, wait, SIGKILL the group.
+ * `closeConnection: false` leaves the SDK's connection open, so that it reads the agent's
+ * stdout on until the exit (as agentvisor does) instead of closing that pipe with stdin.
+ */
 export async function stopRawAgent(
   agent: RawAgent,
   timeouts: LadderTimeouts = { shutdownTimeoutMs: 5000, killTimeoutMs: 2000 },
   onRung?: (rung: 'SIGTERM' | 'SIGKILL') => void,
+  { closeConnection = true }: { closeConnection?: boolean } = {},
 ): Promise<void> {
-  agent.connection.close();
+  if (closeConnection) agent.connection.close();
   if (!agent.stdin.destroyed) agent.stdin.end();
-  if (await exitsWithin(agent, timeouts.shutdownTimeoutMs)) return;
-  onRung?.('SIGTERM');
-  killGroup(agent.pid, 'SIGTERM');
-  if (await exitsWithin(agent, timeouts.killTimeoutMs)) return;
-  onRung?.('SIGKILL');
-  killGroup(agent.pid, 'SIGKILL');
-  await agent.exited;
+  try {
+    if (await exitsWithin(agent, timeouts.shutdownTimeoutMs)) return;
+    onRung?.('SIGTERM');
+    killGroup(agent.pid, 'SIGTERM');
+    if (await exitsWithin(agent, timeouts.killTimeoutMs)) return;
+    onRung?.('SIGKILL');
+    killGroup(agent.pid, 'SIGKILL');
+    await agent.exited;
+  } finally {
+    if (!closeConnection) agent.connection.close(); // the agent is gone: nothing more to read
+  }
 }
 
 async function exitsWithin(agent: RawAgent, ms: number): Promise<boolean> {

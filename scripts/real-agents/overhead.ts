@@ -27,11 +27,14 @@
  * are counted, then SIGKILLed so that rounds do not pile up.
  *
  *   npm run build && npm run build:fixtures   # the script runs the built package, dist/
- *   npx tsx scripts/real-agents/overhead.ts [claude|codex|gemini ...] [--rounds N] [--bin DIR] [--containment KIND] [--raw-capabilities same|none] [--verbose]
+ *   npx tsx scripts/real-agents/overhead.ts [claude|codex|gemini ...] [--rounds N] [--bin DIR] [--containment KIND] [--raw-capabilities same|none] [--raw-stop same|close] [--verbose]
  *
  * --containment: the agentvisor side's containment ('auto' by default; 'none' shows what
  * containment itself costs). --raw-capabilities: what the raw side's initialize advertises
- * ('same' as agentvisor by default, or 'none'). --rounds: measured rounds per agent (default 7). --bin: the installed agents'
+ * ('same' as agentvisor by default, or 'none'). --raw-stop: how the raw side's stop begins —
+ * 'same' (default) as agentvisor's: stdin closed, the agent's stdout read on until its exit;
+ * 'close': the SDK's `connection.close()` first, which also stops reading the agent's stdout
+ * (gemini then exits ~4 ms sooner: docs/performance.md, *Real agents*). --rounds: measured rounds per agent (default 7). --bin: the installed agents'
  * node_modules/.bin (default env REAL_AGENTS_BIN or .real-agents/node_modules/.bin).
  * --verbose: the model requests each side made, the agent text, and the last 20 lines of
  * the agents' stderr (agentvisor's `agent:stderr` events; the raw side's stderr is then
@@ -72,7 +75,7 @@ const EXPECTED = 'Hello from the fake model';
 const MARK_VAR = 'AGENTVISOR_BENCH_MARK';
 
 function usage(message: string): never {
-  console.error(`${message}\nusage: npx tsx scripts/real-agents/overhead.ts [${AGENTS.join('|')} ...] [--rounds N] [--bin DIR] [--containment auto|none|pid-namespace|cgroup|proc-tracking] [--verbose]`);
+  console.error(`${message}\nusage: npx tsx scripts/real-agents/overhead.ts [${AGENTS.join('|')} ...] [--rounds N] [--bin DIR] [--containment auto|none|pid-namespace|cgroup|proc-tracking] [--raw-capabilities same|none] [--raw-stop same|close] [--verbose]`);
   process.exit(2);
 }
 
@@ -83,6 +86,7 @@ function parseArgs(argv: string[]) {
   let verbose = false;
   let containment: Containment = 'auto';
   let rawCapabilities: 'same' | 'none' = 'same';
+  let rawStop: 'same' | 'close' = 'same';
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--rounds') {
@@ -104,11 +108,15 @@ function parseArgs(argv: string[]) {
       const value = arg === '--raw-capabilities' ? argv[++i] : arg.slice('--raw-capabilities='.length);
       if (value !== 'same' && value !== 'none') usage('--raw-capabilities takes same or none');
       rawCapabilities = value;
+    } else if (arg === '--raw-stop' || arg.startsWith('--raw-stop=')) {
+      const value = arg === '--raw-stop' ? argv[++i] : arg.slice('--raw-stop='.length);
+      if (value !== 'same' && value !== 'close') usage('--raw-stop takes same or close');
+      rawStop = value;
     } else if (arg === '--verbose' || arg === '-v') verbose = true;
     else if ((AGENTS as readonly string[]).includes(arg)) agents.push(arg as AgentName);
     else usage(`unknown argument ${arg}`);
   }
-  return { agents: agents.length > 0 ? [...new Set(agents)] : [...AGENTS], rounds, bin: resolve(bin), verbose, containment, rawCapabilities };
+  return { agents: agents.length > 0 ? [...new Set(agents)] : [...AGENTS], rounds, bin: resolve(bin), verbose, containment, rawCapabilities, rawStop };
 }
 
 const args = parseArgs(process.argv.slice(2));
@@ -122,6 +130,14 @@ const CONTAINMENT = args.containment;
  * tools in session/new (gemini, codex: +5-9 ms measured when the raw side offered nothing).
  * `none`: an empty object, as the SDK's examples do.
  */
+/**
+ * How the raw side's stop begins. `same` (the default): stdin closed while the connection
+ * reads on until the exit — agentvisor's graceful stop. `close`: the SDK's `connection.close()`
+ * first, which stops reading the agent's stdout as stdin closes; an agent that writes as it
+ * shuts down then meets a closed pipe, and gemini exits a few ms sooner (measured 45.4 against
+ * 49.6 ms, 13 rounds each).
+ */
+const RAW_STOP = args.rawStop;
 const RAW_CAPABILITIES: ClientCapabilities =
   args.rawCapabilities === 'same' ? { fs: { readTextFile: true, writeTextFile: true }, terminal: true, session: { configOptions: { boolean: {} } } } : {};
 
@@ -393,7 +409,7 @@ async function runAgentvisor({ agent, upstream, mark }: SideContext): Promise<Si
     result.supervisorMs = now() - tOpen;
     if (VERBOSE) sup.on('agent:stderr', ({ line }) => void (result.stderr = [...result.stderr, line].slice(-20)));
     const t0 = now();
-    await withTimeout(sup.ensureAgent(agent), 'ensureAgent');
+    const { pid: agentPid } = await withTimeout(sup.ensureAgent(agent), 'ensureAgent');
     const t1 = now();
     const { kind, refused } = sup.containment;
     result.containment = `${kind ?? 'process group only'}${refused.length > 0 ? ` (refused: ${refused.map((entry) => `${entry.kind}: ${entry.reason}`).join('; ')})` : ''}`;
@@ -405,6 +421,10 @@ async function runAgentvisor({ agent, upstream, mark }: SideContext): Promise<Si
     const t3 = now();
     result.text = agentText(updates);
     checkTurn(stopReason, updates);
+    // The raw side reads the adapter's process tree here, before its stop's clock starts; the
+    // same read here gives the agent the same pause between its turn and its stop, so that
+    // whatever it still does after its turn falls inside both stops or neither.
+    if (agentPid !== undefined) descendantsOf(agentPid);
     const t3b = now();
     // The agent's stop, as the raw side's; then the supervisor's own end (the store's last
     // writes and its close), timed apart like its creation.
@@ -479,7 +499,9 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     const tree = descendantsOf(raw.pid);
     const t3b = now();
     await withTimeout(
-      stopRawAgent(raw, { shutdownTimeoutMs: spec.shutdownTimeoutMs ?? 5000, killTimeoutMs: spec.killTimeoutMs ?? 2000 }),
+      stopRawAgent(raw, { shutdownTimeoutMs: spec.shutdownTimeoutMs ?? 5000, killTimeoutMs: spec.killTimeoutMs ?? 2000 }, undefined, {
+        closeConnection: RAW_STOP === 'close',
+      }),
       'stop',
       30_000,
     );
@@ -631,6 +653,8 @@ function summarize(outcome: AgentOutcome) {
     /** shutdown() once the agent is stopped, agentvisor only (the store's close). */
     supervisorShutdown: agentvisorOnly('shutdownMs'),
     containment: CONTAINMENT,
+    /** How the raw side's stop began (--raw-stop). */
+    rawStop: RAW_STOP,
     survivors: { raw: survivors('raw'), agentvisor: survivors('agentvisor') },
     aliveAtStop: { raw: outcome.rounds.map((round) => round.raw.aliveAtStop), agentvisor: outcome.rounds.map((round) => round.agentvisor.aliveAtStop) },
     /** Raw side: ms after its stop resolved until what the adapter had started was gone too (per round). */
@@ -713,7 +737,7 @@ async function main(): Promise<number> {
 
   const summaries = outcomes.map((outcome) => ({ outcome, summary: summarize(outcome) }));
   console.log('\n========== results ==========');
-  console.log(`${started.toISOString()}, load average at start ${load}; ratio = agentvisor median / raw median`);
+  console.log(`${started.toISOString()}, load average at start ${load}; raw stop '${RAW_STOP}'; ratio = agentvisor median / raw median`);
   for (const { outcome, summary } of summaries) printTable(outcome, summary);
   const escaped = upstream.requests.filter((request) => /^(CONNECT|PROXY) /.test(request));
   console.log(`\nrequests for hosts other than 127.0.0.1 (refused by the fake server as a proxy): ${escaped.length === 0 ? 'none' : [...new Set(escaped)].join(', ')}`);
