@@ -27,14 +27,16 @@
  *   (lib/update-session.ts), as in stream.bench.ts;
  * - agentvisor: `supervisor.newSession('echo', { cwd })`, the Session API, with the default
  *   SQLite store in a temporary state directory (removed at the end): each turn's prompt,
- *   update and result go into `<stateDir>/agentvisor.db` inside the timed turn;
- * - machine floor (reported, not the goal's): the raw side's sessions (more of them, on the
- *   same raw agent), each prompt decided by the least XState machine that decides a turn
- *   (lib/least-turn-machine.ts: two states, a step to accept the prompt and one to answer
- *   it). It prints what any design with a machine step at a turn's start and end costs over
- *   the raw SDK on this machine, in the same rounds (docs/performance.md, *turns*);
- * - its control (reported): the same wrapper, request ids and answer routing without the
- *   machine — the floor's difference from it is the machine's.
+ *   update and result go into `<stateDir>/agentvisor.db` inside the timed turn.
+ *
+ * The machine floor (reported in details, not the goal's): after those rounds, a process of
+ * its own (lib/turn-floor.child.ts, which never loads agentvisor) runs the same modes, rounds
+ * and turns on a raw echo agent of its own, three sides rotated: the raw SDK; the raw SDK with
+ * each prompt decided by the least XState machine that decides a turn
+ * (lib/least-turn-machine.ts: two states, two transitions of one inline action each); and the
+ * same wrapper without the machine (its control). floor / raw is what an XState machine
+ * stepping at each turn's start and end adds to the raw SDK's turn on this machine (the
+ * control / raw says the wrapper itself adds nothing); docs/performance.md, *turns*.
  *
  * Value of a round: µs per turn = elapsed time / turns (lower is better); turns/s (its
  * inverse, all sessions together) is in details. Ratio = agentvisor / raw µs per turn,
@@ -46,17 +48,20 @@
  * (else the benchmark throws); the store holds every turn (≥ 3 transcript entries per turn:
  * prompt, update, prompt_result) with no `store:error`; no process left behind.
  */
+import { execFile } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { agentvisor, echoAgentScript, type Supervisor } from './lib/agentvisor.js';
-import { ownCpuMs, processCpuMs } from './lib/processes.js';
 import { finish, headline, leakCheck, sampleDetails, type Headline } from './lib/report.js';
-import { withLeastTurnMachine, withTurnRouting } from './lib/least-turn-machine.js';
 import { startRawAgent, stopRawAgent, type RawAgent } from './lib/raw-agent.js';
 import { defaultContext, type BenchContext, type BenchResult } from './lib/results.js';
-import { collectGarbage, median, now, quantile, rotate, round, spread, type Interleaved, type Phase, type Sample } from './lib/stats.js';
+import { interleave, median, round, spread, type Interleaved, type Phase, type Sample } from './lib/stats.js';
+import type { FloorReport, FloorRequest } from './lib/turn-floor.child.js';
+import { runTurnRound, turnSide, type TurnSide } from './lib/turn-rounds.js';
 import { openUpdateSession, type UpdateSession } from './lib/update-session.js';
 
 export interface TurnsSize {
@@ -77,23 +82,10 @@ export const goalRatio = 1.1;
 /** Transcript entries a turn adds to the store: the prompt, the update, the prompt_result. */
 const entriesPerTurn = 3;
 
-/** One side's agent and its sessions, with the chunks each session has received so far. */
-interface Side {
-  pid: number;
-  sessions: UpdateSession[];
-  received: number[];
-  /** Turns run on this side, warm-up included. */
-  turnsRun: number;
-}
-
 interface ModeResult {
   sessions: number;
   samples: Interleaved;
   headline: Headline;
-  /** The machine floor's rounds (raw SDK + the least turn machine), paired with `samples`' rounds. */
-  floor: Sample[];
-  /** Its control's rounds: the same wrapper without the machine. */
-  control: Sample[];
 }
 
 export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContext = defaultContext()): Promise<BenchResult> {
@@ -108,73 +100,22 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
   let entriesAdded = Number.NaN;
   let avTurns = 0;
 
-  /** Subscribes a side's sessions: `received[i]` counts session i's chunks. */
-  const side = (pid: number, sessions: UpdateSession[]): Side => {
-    const received = sessions.map(() => 0);
-    sessions.forEach((session, i) =>
-      session.on('update', (update) => {
-        if (update.sessionUpdate === 'agent_message_chunk') received[i]!++;
-      }),
-    );
+  /** A side whose sessions are closed at the end. */
+  const side = (pid: number, sessions: UpdateSession[]): TurnSide => {
     opened.push(...sessions);
-    return { pid, sessions, received, turnsRun: 0 };
+    return turnSide(pid, sessions);
   };
-
-  /**
-   * One round of a side: `turns` split over its first `sessions` sessions, each session's
-   * turns one after another, the sessions concurrently. Value: µs per turn.
-   */
-  const runRound = async (s: Side, sessions: number, turns: number): Promise<Sample> => {
-    await collectGarbage();
-    const perSession = Math.max(1, Math.round(turns / sessions));
-    const total = perSession * sessions;
-    const latencies: number[] = [];
-    const cpuParent = ownCpuMs();
-    const cpuAgent = processCpuMs(s.pid);
-    const start = now();
-    await Promise.all(
-      s.sessions.slice(0, sessions).map(async (session, i) => {
-        for (let t = 0; t < perSession; t++) {
-          const before = s.received[i]!;
-          const sent = now();
-          const stopReason = await session.prompt('x');
-          latencies.push(now() - sent);
-          if (stopReason !== 'end_turn' || s.received[i] !== before + 1) {
-            throw new Error(`turns: session ${i} got ${s.received[i]! - before} chunk(s), stop reason ${stopReason}; expected 1 chunk and end_turn`);
-          }
-        }
-      }),
-    );
-    const ms = now() - start;
-    s.turnsRun += total;
-    return {
-      value: (ms / total) * 1000,
-      extra: {
-        turnsPerS: (total / ms) * 1000,
-        latencyP50Us: quantile(latencies, 0.5) * 1000,
-        latencyP99Us: quantile(latencies, 0.99) * 1000,
-        parentCpuUsPerTurn: ((ownCpuMs() - cpuParent) / total) * 1000,
-        agentCpuUsPerTurn: ((processCpuMs(s.pid) - cpuAgent) / total) * 1000,
-      },
-    };
-  };
+  let floor: FloorReport | undefined;
 
   try {
     raw = await startRawAgent(echoAgentScript);
     pids.push(raw.pid);
     // The SDK's session helper adds one abort listener per session to the connection's signal:
-    // 16 sessions (three times: the raw side's, the floor's and its control's) are no leak, but
-    // pass Node's default warning threshold (10).
-    setMaxListeners(3 * size.sessions + 10, raw.connection.signal);
+    // 16 sessions are no leak, but pass Node's default warning threshold (10).
+    setMaxListeners(size.sessions + 10, raw.connection.signal);
     const rawSessions: UpdateSession[] = [];
     for (let i = 0; i < size.sessions; i++) rawSessions.push(await openUpdateSession(raw.connection));
     const rawSide = side(raw.pid, rawSessions);
-    const floorSessions: UpdateSession[] = [];
-    for (let i = 0; i < size.sessions; i++) floorSessions.push(withLeastTurnMachine(await openUpdateSession(raw.connection)));
-    const floorSide = side(raw.pid, floorSessions);
-    const controlSessions: UpdateSession[] = [];
-    for (let i = 0; i < size.sessions; i++) controlSessions.push(withTurnRouting(await openUpdateSession(raw.connection)));
-    const controlSide = side(raw.pid, controlSessions);
 
     supervisor = agentvisor.createSupervisor({ stateDir, agents: { echo: spec } });
     supervisor.on('store:error', ({ droppedWrites }) => {
@@ -191,27 +132,25 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
     for (const sessions of [1, size.sessions]) {
       const label = sessions === 1 ? '1 session' : `${sessions} sessions`;
       const turnsIn = (phase: Phase) => (phase === 'warmup' ? size.warmupTurns : size.turns);
-      const rounds = await rotate({
+      const samples = await interleave({
         warmup: size.warmupTurns > 0 ? 1 : 0,
         rounds: size.rounds,
-        sides: {
-          baseline: (phase) => runRound(rawSide, sessions, turnsIn(phase)),
-          agentvisor: (phase) => runRound(avSide, sessions, turnsIn(phase)),
-          floor: (phase) => runRound(floorSide, sessions, turnsIn(phase)),
-          control: (phase) => runRound(controlSide, sessions, turnsIn(phase)),
-        },
-        onRound: (i, { baseline: a, agentvisor: b, floor: f, control: c }) =>
+        baseline: (phase) => runTurnRound(rawSide, sessions, turnsIn(phase)),
+        agentvisor: (phase) => runTurnRound(avSide, sessions, turnsIn(phase)),
+        onRound: (i, a, b) =>
           ctx.log(
-            `  turns round ${i}/${size.rounds} (${label}, ${size.turns} turns): raw ${a!.value.toFixed(1)} µs/turn (${a!.extra!['turnsPerS']!.toFixed(0)} turns/s), ` +
-              `agentvisor ${b!.value.toFixed(1)} µs/turn (${b!.extra!['turnsPerS']!.toFixed(0)} turns/s), machine floor ${f!.value.toFixed(1)} µs/turn (control ${c!.value.toFixed(1)})`,
+            `  turns round ${i}/${size.rounds} (${label}, ${size.turns} turns): raw ${a.value.toFixed(1)} µs/turn (${a.extra!['turnsPerS']!.toFixed(0)} turns/s), ` +
+              `agentvisor ${b.value.toFixed(1)} µs/turn (${b.extra!['turnsPerS']!.toFixed(0)} turns/s)`,
           ),
       });
-      const samples: Interleaved = { baseline: rounds['baseline']!, agentvisor: rounds['agentvisor']! };
-      modes.push({ sessions, samples, headline: headline(samples), floor: rounds['floor']!, control: rounds['control']! });
+      modes.push({ sessions, samples, headline: headline(samples) });
     }
     // A read applies the writes queued so far: this one sees the last turn's batch too.
     entriesAdded = (await supervisor.storeStats()).transcript.count - before.transcript.count;
     avTurns = avSide.turnsRun;
+    ctx.log('  turns: the machine floor, in a process of its own');
+    floor = await runFloor({ echoAgentScript, turns: size.turns, sessions: size.sessions, rounds: size.rounds, warmupTurns: size.warmupTurns });
+    pids.push(floor.pid);
   } finally {
     for (const session of opened) await session.close().catch(() => {});
     try {
@@ -225,7 +164,7 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
 
   const worst = modes.reduce((a, b) => (b.headline.ratio > a.headline.ratio ? b : a));
   const modeDetails = Object.fromEntries(
-    modes.map(({ sessions, samples, headline: h, floor, control }) => {
+    modes.map(({ sessions, samples, headline: h }) => {
       const turnsPerS = (sample: Sample[]) => round(1_000_000 / median(sample.map((x) => x.value)), 1);
       return [
         sessions === 1 ? 'oneSession' : `sessions${sessions}`,
@@ -235,7 +174,6 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
           turnsPerS: { raw: turnsPerS(samples.baseline), agentvisor: turnsPerS(samples.agentvisor) },
           ratio: h.ratio,
           met: h.ratio <= goalRatio,
-          machineFloor: { ...floorDetails(samples.baseline, floor), control: floorDetails(samples.baseline, control) },
           ...sampleDetails(samples),
         },
       ];
@@ -248,9 +186,15 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
     storeComplete: entriesAdded >= entriesPerTurn * avTurns && storeErrors.count === 0,
     allGone: leaks.leftover.length === 0,
   };
+  const machineFloor = floorDetails(floor!);
   ctx.log(
-    `  turns: ${modes.map((m) => `${m.sessions} session(s) ratio ${m.headline.ratio} (machine floor ${floorDetails(m.samples.baseline, m.floor).ratio}, its control ${floorDetails(m.samples.baseline, m.control).ratio})`).join(', ')}; headline: ${worst.sessions} session(s); ` +
+    `  turns: ${modes.map((m) => `${m.sessions} session(s) ratio ${m.headline.ratio}`).join(', ')}; headline: ${worst.sessions} session(s); ` +
       `store: ${entriesAdded} transcript entries for ${avTurns} turns`,
+  );
+  ctx.log(
+    `  turns, machine floor (its own process): ${Object.values(machineFloor.modes)
+      .map((m) => `${m.sessions} session(s) floor ${m.floor.ratio}, control ${m.control.ratio}`)
+      .join(', ')}; every turn answered through its wrapper: ${machineFloor.everyTurnAnswered}`,
   );
   return finish(ctx, {
     benchmark: 'turns',
@@ -266,20 +210,48 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
       headlineMode: worst.sessions === 1 ? '1 session' : `${worst.sessions} sessions on one agent`,
       note:
         'lower is better: µs per turn, agentvisor (sqlite store) / raw SDK; turns/s in modes.*.turnsPerS; ' +
-        'modes.*.machineFloor: the raw SDK with the least machine that decides a turn (lib/least-turn-machine.ts), same rounds; .control: the same without the machine',
+        'machineFloor: the raw SDK with the least machine that decides a turn, and without it (control), / the raw SDK, in a process of its own',
       modes: modeDetails,
+      machineFloor,
       store: { turns: avTurns, transcriptEntriesAdded: entriesAdded, transcriptEntriesExpected: entriesPerTurn * avTurns, ...storeErrors },
       processes: { spawned: pids.length, leftover: leaks.leftover.length },
     },
   });
 }
 
-/** A reported side's µs per turn and its ratio to the raw side's, medians of the same rounds. */
-function floorDetails(raw: readonly Sample[], floor: readonly Sample[]): { usPerTurn: number; ratio: number; pairedRatio: ReturnType<typeof spread> } {
-  const floorUs = median(floor.map((s) => s.value));
+/** Runs the machine floor in a process of its own (lib/turn-floor.child.ts) and reads its report. */
+async function runFloor(request: FloorRequest): Promise<FloorReport> {
+  const child = fileURLToPath(new URL('./lib/turn-floor.child.ts', import.meta.url));
+  const repository = fileURLToPath(new URL('..', import.meta.url));
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', child, JSON.stringify(request)], {
+    cwd: repository,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const last = stdout.trim().split('\n').at(-1) ?? '';
+  return JSON.parse(last) as FloorReport;
+}
+
+/** The floor's and its control's µs per turn and ratios to the raw SDK's (medians of the same rounds), per mode. */
+function floorDetails(report: FloorReport) {
+  const side = (raw: readonly Sample[], samples: readonly Sample[]) => {
+    const us = median(samples.map((s) => s.value));
+    return {
+      usPerTurn: round(us, 3),
+      ratio: round(us / median(raw.map((s) => s.value)), 4),
+      // Round i of a side and round i of the raw side ran in the same rotation.
+      pairedRatio: spread(samples.map((s, i) => s.value / raw[i]!.value)),
+    };
+  };
   return {
-    usPerTurn: round(floorUs, 3),
-    ratio: round(floorUs / median(raw.map((s) => s.value)), 4),
-    pairedRatio: spread(floor.map((s, i) => s.value / raw[i]!.value)),
+    modes: Object.fromEntries(
+      report.modes.map(({ sessions, raw, floor, control }) => [
+        sessions === 1 ? 'oneSession' : `sessions${sessions}`,
+        { sessions, rawUsPerTurn: round(median(raw.map((s) => s.value)), 3), floor: side(raw, floor), control: side(raw, control) },
+      ]),
+    ),
+    turnsRun: report.turnsRun,
+    answers: report.answers,
+    /** Each wrapped side answered every turn it ran (the machine's answers on the floor side). */
+    everyTurnAnswered: report.answers.floor === report.turnsRun.floor && report.answers.control === report.turnsRun.control,
   };
 }

@@ -1,72 +1,62 @@
 /**
  * The least state machine that decides a prompt turn, around a raw SDK session: the floor
- * of the turns benchmark (turns.bench.ts).
+ * of the turns benchmark (turns.bench.ts, measured in a process of its own by
+ * turn-floor.child.ts).
  *
  * agentvisor's session machine steps twice a turn: the prompt is accepted (or refused), and
  * the turn's end is turned into the caller's answer. This is the smallest XState machine
- * that does the same — two states, `ready --prompt--> running --turn.completed--> ready`;
- * the prompt's step keeps the caller's request id (one assign) and starts the turn (one
- * inline action), the end's step answers the caller by id (one emit). No status events, no
- * refusals, no permission or stall states, no store, no child actor. Whatever a design
- * with a machine per session adds to the raw SDK, it adds at least this; the benchmark
- * measures it side by side with the raw SDK and with agentvisor in the same rounds.
+ * that does the same — two states, `ready --prompt--> running --turn.completed|turn.failed-->
+ * ready` — and each of its transitions runs one inline action: the prompt's starts the turn,
+ * the end's answers the caller. No context (the request id travels in the events), no
+ * assign, no emitted events, no status, refusals, permission or stall states, store or child
+ * actor. Whatever a design with an XState machine stepping at each turn's start and end adds
+ * to the raw SDK, it adds at least this.
  *
- * The answer reaches the caller the way agentvisor's does: one listener per session routes
- * each answer to its caller by request id. {@link withTurnRouting} is the same wrapper
- * without the machine (the turn started and answered directly): the control, so that the
- * difference between the two is the machine's.
+ * {@link withTurnRouting} is the same wrapper without the machine (the turn started and
+ * answered directly): the control, so that the difference between the two is the machine's.
+ * Both count the answers they give, so that a run can check every turn went through them.
  */
-import { assign, createActor, emit, setup } from 'xstate';
+import { createActor, setup } from 'xstate';
 import type { UpdateSession } from './update-session.js';
 
-interface LeastTurnContext {
-  request: string | null;
-  startTurn: (requestId: string, text: string) => void;
+type TurnOutcome = { stopReason: string } | { error: unknown };
+
+type LeastTurnEvent =
+  | { type: 'prompt'; requestId: string; text: string }
+  | { type: 'turn.completed'; requestId: string; stopReason: string }
+  | { type: 'turn.failed'; requestId: string; error: unknown };
+
+interface LeastTurnEffects {
+  startTurn(requestId: string, text: string): void;
+  answer(requestId: string, outcome: TurnOutcome): void;
 }
 
-type LeastTurnEvent = { type: 'prompt'; requestId: string; text: string } | { type: 'turn.completed'; stopReason: string };
-
 const leastTurnMachine = setup({
-  types: {
-    context: {} as LeastTurnContext,
-    events: {} as LeastTurnEvent,
-    input: {} as { startTurn: LeastTurnContext['startTurn'] },
-    emitted: {} as { type: 'request.settled'; requestId: string; stopReason: string },
-  },
+  types: { events: {} as LeastTurnEvent, input: {} as LeastTurnEffects, context: {} as LeastTurnEffects },
 }).createMachine({
   id: 'leastTurn',
-  context: ({ input }) => ({ request: null, startTurn: input.startTurn }),
+  context: ({ input }) => input,
   initial: 'ready',
   states: {
     ready: {
       on: {
-        prompt: {
-          target: 'running',
-          actions: [
-            assign({ request: ({ event }) => event.requestId }),
-            ({ context, event }) => context.startTurn(event.requestId, event.text),
-          ],
-        },
+        prompt: { target: 'running', actions: ({ context, event }) => context.startTurn(event.requestId, event.text) },
       },
     },
     running: {
       on: {
-        'turn.completed': {
-          target: 'ready',
-          actions: emit(({ context, event }) => ({ type: 'request.settled' as const, requestId: context.request ?? '', stopReason: event.stopReason })),
-        },
+        'turn.completed': { target: 'ready', actions: ({ context, event }) => context.answer(event.requestId, { stopReason: event.stopReason }) },
+        'turn.failed': { target: 'ready', actions: ({ context, event }) => context.answer(event.requestId, { error: event.error }) },
       },
     },
   },
 });
 
-type TurnOutcome = { stopReason: string } | { error: unknown };
-
 /** Callers waiting for their turn's answer, by request id: the routing the floor and its control share. */
 function answerRouting() {
   const callers = new Map<string, { resolve: (stopReason: string) => void; reject: (error: unknown) => void }>();
   let requests = 0;
-  return {
+  const routing = {
     /** A new request's id; `settle` with that id answers the promise it returns. */
     open(): { requestId: string; answer: Promise<string> } {
       const requestId = `turn:${++requests}`;
@@ -75,28 +65,38 @@ function answerRouting() {
     },
     settle(requestId: string, outcome: TurnOutcome): void {
       const caller = callers.get(requestId);
+      if (!caller) return;
       callers.delete(requestId);
-      if ('stopReason' in outcome) caller?.resolve(outcome.stopReason);
-      else caller?.reject(outcome.error);
+      if ('stopReason' in outcome) caller.resolve(outcome.stopReason);
+      else caller.reject(outcome.error);
     },
   };
+  return routing;
+}
+
+/** An UpdateSession that also says how many answers it gave (the floor's: how many its machine gave). */
+export interface CountedSession extends UpdateSession {
+  answers(): number;
 }
 
 /** `inner` with each prompt decided by the least turn machine (see the module comment). */
-export function withLeastTurnMachine(inner: UpdateSession): UpdateSession {
+export function withLeastTurnMachine(inner: UpdateSession): CountedSession {
   const routing = answerRouting();
+  let machineAnswers = 0;
   const actor = createActor(leastTurnMachine, {
     input: {
       startTurn: (requestId, text) => {
         inner.prompt(text).then(
-          (stopReason) => actor.send({ type: 'turn.completed', stopReason }),
-          // A failed turn fails the benchmark: its caller hears the error (no machine path for it here).
-          (error: unknown) => routing.settle(requestId, { error }),
+          (stopReason) => actor.send({ type: 'turn.completed', requestId, stopReason }),
+          (error: unknown) => actor.send({ type: 'turn.failed', requestId, error }),
         );
+      },
+      answer: (requestId, outcome) => {
+        machineAnswers++;
+        routing.settle(requestId, outcome);
       },
     },
   });
-  actor.on('request.settled', ({ requestId, stopReason }) => routing.settle(requestId, { stopReason }));
   actor.start();
   return {
     on: (event, listener) => inner.on(event, listener),
@@ -105,6 +105,7 @@ export function withLeastTurnMachine(inner: UpdateSession): UpdateSession {
       actor.send({ type: 'prompt', requestId, text });
       return answer;
     },
+    answers: () => machineAnswers,
     close: async () => {
       actor.stop();
       await inner.close();
@@ -113,18 +114,24 @@ export function withLeastTurnMachine(inner: UpdateSession): UpdateSession {
 }
 
 /** The control of {@link withLeastTurnMachine}: the same request ids and answer routing, no machine. */
-export function withTurnRouting(inner: UpdateSession): UpdateSession {
+export function withTurnRouting(inner: UpdateSession): CountedSession {
   const routing = answerRouting();
+  let answers = 0;
+  const answer = (requestId: string, outcome: TurnOutcome) => {
+    answers++;
+    routing.settle(requestId, outcome);
+  };
   return {
     on: (event, listener) => inner.on(event, listener),
     prompt: (text) => {
-      const { requestId, answer } = routing.open();
+      const opened = routing.open();
       inner.prompt(text).then(
-        (stopReason) => routing.settle(requestId, { stopReason }),
-        (error: unknown) => routing.settle(requestId, { error }),
+        (stopReason) => answer(opened.requestId, { stopReason }),
+        (error: unknown) => answer(opened.requestId, { error }),
       );
-      return answer;
+      return opened.answer;
     },
+    answers: () => answers,
     close: () => inner.close(),
   };
 }

@@ -32,9 +32,9 @@
  * --containment: the agentvisor side's containment ('auto' by default; 'none' shows what
  * containment itself costs). --raw-capabilities: what the raw side's initialize advertises
  * ('same' as agentvisor by default, or 'none'). --raw-stop: how the raw side's stop begins —
- * 'same' (default) as agentvisor's: stdin closed, the agent's stdout read on until its exit;
- * 'close': the SDK's `connection.close()` first, which also stops reading the agent's stdout
- * (gemini then exits ~4 ms sooner: docs/performance.md, *Real agents*). --rounds: measured rounds per agent (default 7). --bin: the installed agents'
+ * 'close' (default): the SDK's `connection.close()` first, which also stops reading the
+ * agent's stdout; 'same': as agentvisor's, stdin closed and the agent's stdout read on until
+ * its exit (docs/performance.md, *Real agents*). --rounds: measured rounds per agent (default 7). --bin: the installed agents'
  * node_modules/.bin (default env REAL_AGENTS_BIN or .real-agents/node_modules/.bin).
  * --verbose: the model requests each side made, the agent text, and the last 20 lines of
  * the agents' stderr (agentvisor's `agent:stderr` events; the raw side's stderr is then
@@ -86,7 +86,7 @@ function parseArgs(argv: string[]) {
   let verbose = false;
   let containment: Containment = 'auto';
   let rawCapabilities: 'same' | 'none' = 'same';
-  let rawStop: 'same' | 'close' = 'same';
+  let rawStop: 'same' | 'close' = 'close';
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--rounds') {
@@ -124,20 +124,21 @@ const BIN = args.bin;
 const VERBOSE = args.verbose;
 const CONTAINMENT = args.containment;
 /**
+ * How the raw side's stop begins. `close` (the default, the SDK's own way): `connection.close()`
+ * first, which stops reading the agent's stdout as stdin closes — the minimal consumer, so
+ * that reading an agent's output until it exits, as agentvisor does, shows as its overhead.
+ * `same`: stdin closed while the connection reads on until the exit (then closed), as
+ * agentvisor's stop does; the difference between the two runs is what reading on costs (for
+ * gemini 45.4 against 49.6 ms in one 13-round scratch run, within its spread).
+ */
+const RAW_STOP = args.rawStop;
+/**
  * What the raw side's `initialize` advertises. `same` (the default): what agentvisor advertises
  * for a local agent (files, terminals, boolean config options), so that both sides ask the
  * agent for the same work — an agent offered the client's files and terminals sets up more
  * tools in session/new (gemini, codex: +5-9 ms measured when the raw side offered nothing).
  * `none`: an empty object, as the SDK's examples do.
  */
-/**
- * How the raw side's stop begins. `same` (the default): stdin closed while the connection
- * reads on until the exit — agentvisor's graceful stop. `close`: the SDK's `connection.close()`
- * first, which stops reading the agent's stdout as stdin closes; an agent that writes as it
- * shuts down then meets a closed pipe, and gemini exits a few ms sooner (measured 45.4 against
- * 49.6 ms, 13 rounds each).
- */
-const RAW_STOP = args.rawStop;
 const RAW_CAPABILITIES: ClientCapabilities =
   args.rawCapabilities === 'same' ? { fs: { readTextFile: true, writeTextFile: true }, terminal: true, session: { configOptions: { boolean: {} } } } : {};
 
@@ -424,7 +425,7 @@ async function runAgentvisor({ agent, upstream, mark }: SideContext): Promise<Si
     // The raw side reads the adapter's process tree here, before its stop's clock starts; the
     // same read here gives the agent the same pause between its turn and its stop, so that
     // whatever it still does after its turn falls inside both stops or neither.
-    if (agentPid !== undefined) descendantsOf(agentPid);
+    descendantsOf(agentPid);
     const t3b = now();
     // The agent's stop, as the raw side's; then the supervisor's own end (the store's last
     // writes and its close), timed apart like its creation.

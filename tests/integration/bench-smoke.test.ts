@@ -67,16 +67,24 @@ describe('benchmarks at smoke size', () => {
   it('turns', async () => {
     const result = await turns.turnsBench(turns.smokeSize, ctx);
     expectWellFormed(result, 'turns');
-    // The machine floor and its control ran in the same rounds, in both modes.
-    const modes = result.details['modes'] as Record<string, { machineFloor: { ratio: number; control: { ratio: number } } }>;
-    expect(Object.keys(modes)).toEqual(['oneSession', `sessions${turns.smokeSize.sessions}`]);
-    for (const { machineFloor } of Object.values(modes)) {
-      for (const ratio of [machineFloor.ratio, machineFloor.control.ratio]) {
-        expect(Number.isFinite(ratio), `ratio = ${ratio}`).toBe(true);
-        expect(ratio).toBeGreaterThan(0);
+    // The machine floor ran in its own process, both modes, every round of both its sides, and
+    // each of its turns was answered through its wrapper (the floor's by the machine).
+    const floor = result.details['machineFloor'] as {
+      modes: Record<string, { floor: { ratio: number; pairedRatio: { n: number } }; control: { ratio: number; pairedRatio: { n: number } } }>;
+      everyTurnAnswered: boolean;
+      turnsRun: { floor: number; control: number };
+    };
+    expect(Object.keys(floor.modes)).toEqual(['oneSession', `sessions${turns.smokeSize.sessions}`]);
+    for (const mode of Object.values(floor.modes)) {
+      for (const side of [mode.floor, mode.control]) {
+        expect(Number.isFinite(side.ratio), `ratio = ${side.ratio}`).toBe(true);
+        expect(side.ratio).toBeGreaterThan(0);
+        expect(side.pairedRatio.n).toBe(turns.smokeSize.rounds);
       }
     }
-  }, 30_000);
+    expect(floor.turnsRun.floor).toBeGreaterThan(0);
+    expect(floor.everyTurnAnswered).toBe(true);
+  }, 60_000);
 
   it('stream-json', async () => {
     expectWellFormed(await streamJson.streamJsonBench(streamJson.smokeSize, ctx), 'stream-json');
