@@ -105,7 +105,6 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
     opened.push(...sessions);
     return turnSide(pid, sessions);
   };
-  let floor: FloorReport | undefined;
 
   try {
     raw = await startRawAgent(echoAgentScript);
@@ -148,9 +147,6 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
     // A read applies the writes queued so far: this one sees the last turn's batch too.
     entriesAdded = (await supervisor.storeStats()).transcript.count - before.transcript.count;
     avTurns = avSide.turnsRun;
-    ctx.log('  turns: the machine floor, in a process of its own');
-    floor = await runFloor({ echoAgentScript, turns: size.turns, sessions: size.sessions, rounds: size.rounds, warmupTurns: size.warmupTurns });
-    pids.push(floor.pid);
   } finally {
     for (const session of opened) await session.close().catch(() => {});
     try {
@@ -160,6 +156,10 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
       rmSync(stateDir, { recursive: true, force: true });
     }
   }
+  // Once this process's agents are gone: the floor's process is the only one at work.
+  ctx.log('  turns: the machine floor, in a process of its own');
+  const floor = await runFloor({ echoAgentScript, turns: size.turns, sessions: size.sessions, rounds: size.rounds, warmupTurns: size.warmupTurns });
+  pids.push(floor.pid);
   const leaks = await leakCheck(pids);
 
   const worst = modes.reduce((a, b) => (b.headline.ratio > a.headline.ratio ? b : a));
@@ -186,7 +186,7 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
     storeComplete: entriesAdded >= entriesPerTurn * avTurns && storeErrors.count === 0,
     allGone: leaks.leftover.length === 0,
   };
-  const machineFloor = floorDetails(floor!);
+  const machineFloor = floorDetails(floor);
   ctx.log(
     `  turns: ${modes.map((m) => `${m.sessions} session(s) ratio ${m.headline.ratio}`).join(', ')}; headline: ${worst.sessions} session(s); ` +
       `store: ${entriesAdded} transcript entries for ${avTurns} turns`,
@@ -219,13 +219,20 @@ export async function turnsBench(size: TurnsSize = defaultSize, ctx: BenchContex
   });
 }
 
-/** Runs the machine floor in a process of its own (lib/turn-floor.child.ts) and reads its report. */
+/**
+ * Runs the machine floor in a process of its own (lib/turn-floor.child.ts) and reads its
+ * report. A floor that does not finish within a millisecond a turn (5-10× what it takes) plus
+ * 30 s is killed, and the benchmark fails; the child stops its agent when this process goes.
+ */
 async function runFloor(request: FloorRequest): Promise<FloorReport> {
   const child = fileURLToPath(new URL('./lib/turn-floor.child.ts', import.meta.url));
   const repository = fileURLToPath(new URL('..', import.meta.url));
+  const turnsInAll = 2 * 3 * (request.rounds * request.turns + request.warmupTurns);
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', child, JSON.stringify(request)], {
     cwd: repository,
     maxBuffer: 16 * 1024 * 1024,
+    timeout: 30_000 + turnsInAll,
+    killSignal: 'SIGKILL',
   });
   const last = stdout.trim().split('\n').at(-1) ?? '';
   return JSON.parse(last) as FloorReport;

@@ -7,10 +7,11 @@
  * the turn's end is turned into the caller's answer. This is the smallest XState machine
  * that does the same — two states, `ready --prompt--> running --turn.completed|turn.failed-->
  * ready` — and each of its transitions runs one inline action: the prompt's starts the turn,
- * the end's answers the caller. No context (the request id travels in the events), no
- * assign, no emitted events, no status, refusals, permission or stall states, store or child
- * actor. Whatever a design with an XState machine stepping at each turn's start and end adds
- * to the raw SDK, it adds at least this.
+ * the end's answers the caller. Its context holds only those two effects and is never
+ * assigned (the request id travels in the events); no emitted events, no status, permission
+ * or stall states, store or child actor; a prompt while a turn runs is refused at once (off
+ * the measured path: the benchmark's sessions prompt one turn at a time). What an XState
+ * machine stepping at each turn's start and end adds to the raw SDK, it adds at least this.
  *
  * {@link withTurnRouting} is the same wrapper without the machine (the turn started and
  * answered directly): the control, so that the difference between the two is the machine's.
@@ -45,6 +46,7 @@ const leastTurnMachine = setup({
     },
     running: {
       on: {
+        prompt: { actions: ({ context, event }) => context.answer(event.requestId, { error: new Error('a turn is already running on this session') }) },
         'turn.completed': { target: 'ready', actions: ({ context, event }) => context.answer(event.requestId, { stopReason: event.stopReason }) },
         'turn.failed': { target: 'ready', actions: ({ context, event }) => context.answer(event.requestId, { error: event.error }) },
       },

@@ -2,18 +2,21 @@
  * The turns benchmark's machine floor, in a process of its own (turns.bench.ts starts it):
  * the raw SDK, the raw SDK with each prompt decided by the least turn machine
  * (least-turn-machine.ts), and the same without the machine (its control), on one raw echo
- * agent, in rotated rounds (A B C, C B A, …), in the 1-session and the concurrent mode.
+ * agent, in the 1-session and the concurrent mode. The rounds cycle through all six orders
+ * of the three sides, so that each side runs first, second and third, and after each other
+ * side, equally often over six rounds.
  *
  * Why a process of its own: agentvisor is never loaded here, so the floor's XState runs
  * without agentvisor's machines sharing its code (and its inline caches), and no side runs
  * right after agentvisor's (its store commits a batch up to 20 ms after a turn).
  *
  * Argument: one JSON object, {@link FloorRequest}. Output: one JSON line, {@link FloorReport}.
+ * When its parent goes (its stdin ends), it stops its agent and exits.
  */
 import { setMaxListeners } from 'node:events';
 import { withLeastTurnMachine, withTurnRouting, type CountedSession } from './least-turn-machine.js';
 import { startRawAgent, stopRawAgent, type RawAgent } from './raw-agent.js';
-import { rotate, type Phase, type Sample } from './stats.js';
+import type { Phase, Sample } from './stats.js';
 import { runTurnRound, turnSide } from './turn-rounds.js';
 import { openUpdateSession, type UpdateSession } from './update-session.js';
 
@@ -23,6 +26,26 @@ export interface FloorRequest {
   sessions: number;
   rounds: number;
   warmupTurns: number;
+}
+
+/** The six orders of three sides: within a row of six, each side is in each place twice and right after each other side twice. */
+const orders = [
+  ['raw', 'floor', 'control'],
+  ['floor', 'control', 'raw'],
+  ['control', 'raw', 'floor'],
+  ['control', 'floor', 'raw'],
+  ['floor', 'raw', 'control'],
+  ['raw', 'control', 'floor'],
+] as const;
+
+type SideName = (typeof orders)[number][number];
+
+/** `warmup` unmeasured rounds of every side, then `rounds` measured ones in the orders above. */
+async function rotateAllOrders(warmup: number, rounds: number, sides: Record<SideName, (phase: Phase) => Promise<Sample>>): Promise<Record<SideName, Sample[]>> {
+  for (let i = 0; i < warmup; i++) for (const name of orders[0]) await sides[name]('warmup');
+  const result: Record<SideName, Sample[]> = { raw: [], floor: [], control: [] };
+  for (let i = 0; i < rounds; i++) for (const name of orders[i % orders.length]!) result[name].push(await sides[name]('measured'));
+  return result;
 }
 
 export interface FloorReport {
@@ -36,6 +59,12 @@ export interface FloorReport {
 async function main(request: FloorRequest): Promise<FloorReport> {
   let raw: RawAgent | undefined;
   const opened: UpdateSession[] = [];
+  // The parent gone (killed, or its test timed out): stop the agent and leave, not run on.
+  process.stdin.on('end', () => {
+    if (raw) void stopRawAgent(raw, { shutdownTimeoutMs: 500, killTimeoutMs: 500 }).finally(() => process.exit(1));
+    else process.exit(1);
+  });
+  process.stdin.resume();
   try {
     raw = await startRawAgent(request.echoAgentScript);
     // The SDK's session helper adds one abort listener per session to the connection's signal.
@@ -55,16 +84,12 @@ async function main(request: FloorRequest): Promise<FloorReport> {
     const modes: FloorReport['modes'] = [];
     for (const sessions of [1, request.sessions]) {
       const turnsIn = (phase: Phase) => (phase === 'warmup' ? request.warmupTurns : request.turns);
-      const rounds = await rotate({
-        warmup: request.warmupTurns > 0 ? 1 : 0,
-        rounds: request.rounds,
-        sides: {
-          raw: (phase) => runTurnRound(rawSide, sessions, turnsIn(phase)),
-          floor: (phase) => runTurnRound(floorSide, sessions, turnsIn(phase)),
-          control: (phase) => runTurnRound(controlSide, sessions, turnsIn(phase)),
-        },
+      const rounds = await rotateAllOrders(request.warmupTurns > 0 ? 1 : 0, request.rounds, {
+        raw: (phase) => runTurnRound(rawSide, sessions, turnsIn(phase)),
+        floor: (phase) => runTurnRound(floorSide, sessions, turnsIn(phase)),
+        control: (phase) => runTurnRound(controlSide, sessions, turnsIn(phase)),
       });
-      modes.push({ sessions, raw: rounds['raw']!, floor: rounds['floor']!, control: rounds['control']! });
+      modes.push({ sessions, ...rounds });
     }
     const answers = (sessions: CountedSession[]) => sessions.reduce((sum, session) => sum + session.answers(), 0);
     return {
@@ -80,9 +105,8 @@ async function main(request: FloorRequest): Promise<FloorReport> {
 }
 
 main(JSON.parse(process.argv[2] ?? '') as FloorRequest).then(
-  (report) => process.stdout.write(`${JSON.stringify(report)}\n`),
+  (report) => process.stdout.write(`${JSON.stringify(report)}\n`, () => process.exit(0)),
   (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = 1;
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`, () => process.exit(1));
   },
 );
