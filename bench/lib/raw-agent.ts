@@ -101,24 +101,27 @@ export interface LadderTimeouts {
   killTimeoutMs: number;
 }
 
-/**
- * The stop ladder: close ACP and stdin, wait, SIGTERM the group, wait, SIGKILL the group.
- * `closeConnection: false` leaves the SDK's connection open, so that it reads the agent's
- * stdout on until the exit (as agentvisor does) instead of closing that pipe with stdin.
- */
+export interface LadderOptions extends LadderTimeouts {
+  /**
+   * false: the SDK's connection stays open, so that it reads the agent's stdout on until the
+   * exit (as agentvisor does) instead of closing that pipe with stdin. Default true.
+   */
+  closeConnection?: boolean;
+}
+
+/** The stop ladder: close ACP and stdin, wait, SIGTERM the group, wait, SIGKILL the group. */
 export async function stopRawAgent(
   agent: RawAgent,
-  timeouts: LadderTimeouts = { shutdownTimeoutMs: 5000, killTimeoutMs: 2000 },
+  { shutdownTimeoutMs, killTimeoutMs, closeConnection = true }: LadderOptions = { shutdownTimeoutMs: 5000, killTimeoutMs: 2000 },
   onRung?: (rung: 'SIGTERM' | 'SIGKILL') => void,
-  { closeConnection = true }: { closeConnection?: boolean } = {},
 ): Promise<void> {
   if (closeConnection) agent.connection.close();
   if (!agent.stdin.destroyed) agent.stdin.end();
   try {
-    if (await exitsWithin(agent, timeouts.shutdownTimeoutMs)) return;
+    if (await exitsWithin(agent, shutdownTimeoutMs)) return;
     onRung?.('SIGTERM');
     killGroup(agent.pid, 'SIGTERM');
-    if (await exitsWithin(agent, timeouts.killTimeoutMs)) return;
+    if (await exitsWithin(agent, killTimeoutMs)) return;
     onRung?.('SIGKILL');
     killGroup(agent.pid, 'SIGKILL');
     await agent.exited;

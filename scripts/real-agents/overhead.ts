@@ -500,9 +500,7 @@ async function runRaw({ agent, upstream, mark }: SideContext): Promise<SideResul
     const tree = descendantsOf(raw.pid);
     const t3b = now();
     await withTimeout(
-      stopRawAgent(raw, { shutdownTimeoutMs: spec.shutdownTimeoutMs ?? 5000, killTimeoutMs: spec.killTimeoutMs ?? 2000 }, undefined, {
-        closeConnection: RAW_STOP === 'close',
-      }),
+      stopRawAgent(raw, { shutdownTimeoutMs: spec.shutdownTimeoutMs ?? 5000, killTimeoutMs: spec.killTimeoutMs ?? 2000, closeConnection: RAW_STOP === 'close' }),
       'stop',
       30_000,
     );
