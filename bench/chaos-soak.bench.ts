@@ -9,7 +9,7 @@
  * calls wait). After `durationMs` the chaos stops (everything frozen is continued), the
  * callers finish the call they are in and stop, and the supervisor shuts down.
  *
- * Five configurations of the same build, in rotated rounds (A B C D E, E D C B A, …), each
+ * Five configurations of the same build, in rotated rounds (each in each place equally often: stats.ts, `rotate`), each
  * with the same chaos (a seeded schedule: the same agent indices, actions and pauses):
  * - `none+memory` (the baseline): `containment: 'none'`, `store: 'memory'`;
  * - `auto+sqlite`: `containment: 'auto'` and the SQLite store, the two defaults suspected of

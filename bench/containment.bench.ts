@@ -5,7 +5,7 @@
  * 1. handshake — spawn the echo agent, `initialize`, stop, one at a time, as handshake.bench.ts;
  *    sides: raw (execa + SDK), agentvisor with `'none'` (its own cost, without containment),
  *    with `containment: 'auto'` (the strongest mechanism this host offers; its kind is
- *    reported) and with each other mechanism offered here, in rotated rounds (A B C D E, E D C B A, …). Goal: auto / raw ≤ 1.05 (medians).
+ *    reported) and with each other mechanism offered here, in rotated rounds (each in each place equally often: stats.ts, `rotate`). Goal: auto / raw ≤ 1.05 (medians).
  * 2. fan-out — `agents` echo agents started at once until all are connected, then stopped
  *    (raw: Promise.all of execa + `initialize`, then of the stop ladder; agentvisor with
  *    `'auto'`: `ensureAgent` × N, then `shutdown()`), interleaved rounds. Goal: ≤ 1.10.

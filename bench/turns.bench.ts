@@ -29,12 +29,13 @@
  *   SQLite store in a temporary state directory (removed at the end): each turn's prompt,
  *   update and result go into `<stateDir>/agentvisor.db` inside the timed turn.
  *
- * The machine floor (reported in details, not the goal's): after those rounds, a process of
- * its own (lib/turn-floor.child.ts, which never loads agentvisor) runs the same modes, rounds
- * and turns on a raw echo agent of its own, three sides rotated: the raw SDK; the raw SDK with
- * each prompt decided by the least XState machine that decides a turn
- * (lib/least-turn-machine.ts: two states, two transitions of one inline action each); and the
- * same wrapper without the machine (its control). floor / raw is what an XState machine
+ * The machine floor (reported in details, not the goal's): after those rounds, once their
+ * agents are stopped, a process of its own (lib/turn-floor.child.ts, which never loads
+ * agentvisor) runs the same modes, rounds and turns on a raw echo agent of its own, three
+ * sides in every order by turns: the raw SDK; the raw SDK with each prompt decided by the
+ * least XState machine that decides a turn (lib/least-turn-machine.ts: two states, two
+ * transitions of one inline action each); and the same wrapper without the machine (its
+ * control). floor / raw is what an XState machine
  * stepping at each turn's start and end adds to the raw SDK's turn on this machine (the
  * control / raw says the wrapper itself adds nothing); docs/performance.md, *turns*.
  *

@@ -91,8 +91,9 @@ export interface Interleaved {
 
 /**
  * Runs `warmup` unmeasured rounds of both sides, then `rounds` measured ones. Each round
- * runs both sides back to back, in alternating order (A B, B A, A B, ...), so neither side
- * is always the one that runs right after the other's garbage or child-process exits.
+ * runs both sides back to back, in alternating order (A B, B A, A B, ...; {@link rotate}), so
+ * neither side is always the one that runs right after the other's garbage or child-process
+ * exits.
  */
 export async function interleave(options: InterleavedOptions): Promise<Interleaved> {
   const samples = await rotate({
@@ -113,10 +114,12 @@ export interface RotateOptions<T> {
 }
 
 /**
- * `interleave` for any number of sides and any kind of result: the rounds run the sides
- * in order and in reverse by turns (A B C, C B A, A B C, ...), so that within every pair
- * of sides each one goes first in half the rounds (of an even count). Warm-up rounds run
- * every side once, unmeasured.
+ * `interleave` for any number of sides and any kind of result. The rounds take the sides in
+ * the orders of a balanced Latin square ({@link roundOrder}): two sides alternate (A B, B A,
+ * …); three take every order once in six rounds (A B C, C B A, B C A, A C B, …); in general
+ * each side runs in each place equally often, and right after each other side equally often,
+ * over n rounds (n even) or 2n (n odd) — so that no side is always the one that runs right
+ * after another's garbage or exits. Warm-up rounds run every side once, unmeasured.
  */
 export async function rotate<T>(options: RotateOptions<T>): Promise<Record<string, T[]>> {
   const names = Object.keys(options.sides);
@@ -124,13 +127,27 @@ export async function rotate<T>(options: RotateOptions<T>): Promise<Record<strin
   const result: Record<string, T[]> = Object.fromEntries(names.map((name) => [name, []]));
   for (let i = 0; i < options.rounds; i++) {
     const round: Record<string, T> = {};
-    for (const name of i % 2 === 0 ? names : [...names].reverse()) {
+    for (const name of roundOrder(names, i)) {
       round[name] = await options.sides[name]!('measured');
       result[name]!.push(round[name]!);
     }
     options.onRound?.(i + 1, round);
   }
   return result;
+}
+
+/**
+ * The order of round `i` in {@link rotate}: row i of a Williams design. Its first row is
+ * 0, 1, n−1, 2, n−2, …; row r adds r to each place (mod n). With an odd count of sides each
+ * row is followed by its mirror, as a Williams design needs two squares then.
+ */
+export function roundOrder<N>(names: readonly N[], i: number): N[] {
+  const n = names.length;
+  if (n < 2) return [...names];
+  const first = Array.from({ length: n }, (_, place) => (place === 0 ? 0 : place % 2 === 1 ? (place + 1) / 2 : n - place / 2));
+  const row = n % 2 === 0 ? i % n : Math.floor(i / 2) % n;
+  const order = first.map((index) => names[(index + row) % n]!);
+  return n % 2 === 1 && i % 2 === 1 ? order.reverse() : order;
 }
 
 /** The medians of every named extra across samples. */

@@ -2,9 +2,8 @@
  * The turns benchmark's machine floor, in a process of its own (turns.bench.ts starts it):
  * the raw SDK, the raw SDK with each prompt decided by the least turn machine
  * (least-turn-machine.ts), and the same without the machine (its control), on one raw echo
- * agent, in the 1-session and the concurrent mode. The rounds cycle through all six orders
- * of the three sides, so that each side runs first, second and third, and after each other
- * side, equally often over six rounds.
+ * agent, in the 1-session and the concurrent mode; the rounds take the three sides in every
+ * order by turns (stats.ts, `rotate`).
  *
  * Why a process of its own: agentvisor is never loaded here, so the floor's XState runs
  * without agentvisor's machines sharing its code (and its inline caches), and no side runs
@@ -16,7 +15,7 @@
 import { setMaxListeners } from 'node:events';
 import { withLeastTurnMachine, withTurnRouting, type CountedSession } from './least-turn-machine.js';
 import { startRawAgent, stopRawAgent, type RawAgent } from './raw-agent.js';
-import type { Phase, Sample } from './stats.js';
+import { rotate, type Phase, type Sample } from './stats.js';
 import { runTurnRound, turnSide } from './turn-rounds.js';
 import { openUpdateSession, type UpdateSession } from './update-session.js';
 
@@ -26,26 +25,6 @@ export interface FloorRequest {
   sessions: number;
   rounds: number;
   warmupTurns: number;
-}
-
-/** The six orders of three sides: within a row of six, each side is in each place twice and right after each other side twice. */
-const orders = [
-  ['raw', 'floor', 'control'],
-  ['floor', 'control', 'raw'],
-  ['control', 'raw', 'floor'],
-  ['control', 'floor', 'raw'],
-  ['floor', 'raw', 'control'],
-  ['raw', 'control', 'floor'],
-] as const;
-
-type SideName = (typeof orders)[number][number];
-
-/** `warmup` unmeasured rounds of every side, then `rounds` measured ones in the orders above. */
-async function rotateAllOrders(warmup: number, rounds: number, sides: Record<SideName, (phase: Phase) => Promise<Sample>>): Promise<Record<SideName, Sample[]>> {
-  for (let i = 0; i < warmup; i++) for (const name of orders[0]) await sides[name]('warmup');
-  const result: Record<SideName, Sample[]> = { raw: [], floor: [], control: [] };
-  for (let i = 0; i < rounds; i++) for (const name of orders[i % orders.length]!) result[name].push(await sides[name]('measured'));
-  return result;
 }
 
 export interface FloorReport {
@@ -84,12 +63,16 @@ async function main(request: FloorRequest): Promise<FloorReport> {
     const modes: FloorReport['modes'] = [];
     for (const sessions of [1, request.sessions]) {
       const turnsIn = (phase: Phase) => (phase === 'warmup' ? request.warmupTurns : request.turns);
-      const rounds = await rotateAllOrders(request.warmupTurns > 0 ? 1 : 0, request.rounds, {
-        raw: (phase) => runTurnRound(rawSide, sessions, turnsIn(phase)),
-        floor: (phase) => runTurnRound(floorSide, sessions, turnsIn(phase)),
-        control: (phase) => runTurnRound(controlSide, sessions, turnsIn(phase)),
+      const rounds = await rotate({
+        warmup: request.warmupTurns > 0 ? 1 : 0,
+        rounds: request.rounds,
+        sides: {
+          raw: (phase: Phase) => runTurnRound(rawSide, sessions, turnsIn(phase)),
+          floor: (phase: Phase) => runTurnRound(floorSide, sessions, turnsIn(phase)),
+          control: (phase: Phase) => runTurnRound(controlSide, sessions, turnsIn(phase)),
+        },
       });
-      modes.push({ sessions, ...rounds });
+      modes.push({ sessions, raw: rounds['raw']!, floor: rounds['floor']!, control: rounds['control']! });
     }
     const answers = (sessions: CountedSession[]) => sessions.reduce((sum, session) => sum + session.answers(), 0);
     return {
