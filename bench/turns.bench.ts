@@ -60,7 +60,7 @@ import { agentvisor, echoAgentScript, type Supervisor } from './lib/agentvisor.j
 import { finish, headline, leakCheck, sampleDetails, type Headline } from './lib/report.js';
 import { startRawAgent, stopRawAgent, type RawAgent } from './lib/raw-agent.js';
 import { defaultContext, type BenchContext, type BenchResult } from './lib/results.js';
-import { interleave, median, round, spread, type Interleaved, type Phase, type Sample } from './lib/stats.js';
+import { interleave, median, round, type Interleaved, type Phase, type Sample } from './lib/stats.js';
 import type { FloorReport, FloorRequest } from './lib/turn-floor.child.js';
 import { runTurnRound, turnSide, type TurnSide } from './lib/turn-rounds.js';
 import { openUpdateSession, type UpdateSession } from './lib/update-session.js';
@@ -239,22 +239,18 @@ async function runFloor(request: FloorRequest): Promise<FloorReport> {
   return JSON.parse(last) as FloorReport;
 }
 
-/** The floor's and its control's µs per turn and ratios to the raw SDK's (medians of the same rounds), per mode. */
+/** The floor's and its control's µs per turn and ratios to the raw SDK's (medians of the same rotation), per mode. */
 function floorDetails(report: FloorReport) {
-  const side = (raw: readonly Sample[], samples: readonly Sample[]) => {
-    const us = median(samples.map((s) => s.value));
-    return {
-      usPerTurn: round(us, 3),
-      ratio: round(us / median(raw.map((s) => s.value)), 4),
-      // Round i of a side and round i of the raw side ran in the same rotation.
-      pairedRatio: spread(samples.map((s, i) => s.value / raw[i]!.value)),
-    };
+  const against = (raw: Sample[], samples: Sample[]) => {
+    const compared: Interleaved = { baseline: raw, agentvisor: samples };
+    const { agentvisor: usPerTurn, ratio } = headline(compared);
+    return { usPerTurn, ratio, pairedRatio: sampleDetails(compared)['pairedRatio'] };
   };
   return {
     modes: Object.fromEntries(
       report.modes.map(({ sessions, raw, floor, control }) => [
         sessions === 1 ? 'oneSession' : `sessions${sessions}`,
-        { sessions, rawUsPerTurn: round(median(raw.map((s) => s.value)), 3), floor: side(raw, floor), control: side(raw, control) },
+        { sessions, rawUsPerTurn: round(median(raw.map((s) => s.value)), 3), floor: against(raw, floor), control: against(raw, control) },
       ]),
     ),
     turnsRun: report.turnsRun,
